@@ -1,0 +1,247 @@
+/*
+ * lockweave — a Redis distributed lock around a C function, woven at build time.
+ *
+ *     #include <lockweave.h>
+ *
+ *     REDIS_LOCK("stock:{stock_id}", 10s, 5s)
+ *     int deduct(int64_t stock_id, int qty) { ... }
+ *
+ * lockweave-gen (run by the CMake function lockweave_generate()) turns every
+ * annotated definition into a wrapper that calls the guard API below.  The same
+ * API can be called by hand; see lw_lock() for the short form.
+ *
+ * C11, libc only.  Every symbol is lw_ / LW_; names with a double underscore
+ * (lw__, LW__) are internal and may change between versions.
+ */
+#ifndef LOCKWEAVE_H
+#define LOCKWEAVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LW_VERSION_MAJOR 0
+#define LW_VERSION_MINOR 1
+#define LW_VERSION_PATCH 0
+#define LW_VERSION "0.1.0"
+/* One number per release; woven files check it against the header they see. */
+#define LW_VERSION_NUM                                                         \
+    (LW_VERSION_MAJOR * 10000 + LW_VERSION_MINOR * 100 + LW_VERSION_PATCH)
+
+#if defined(LW_STATIC)
+#define LW_API
+#elif defined(LW_BUILDING) && defined(__GNUC__)
+#define LW_API __attribute__((visibility("default")))
+#else
+#define LW_API
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* The annotation                                                           */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * REDIS_LOCK(key, expire, wait [, option = value]...)
+ *
+ * Three expansions, chosen by who compiles the file:
+ *  - lockweave-gen's scan defines LW__SCAN: the annotation becomes an
+ *    attribute the generator reads from the AST.
+ *  - the woven file defines LW__WOVEN: the annotation disappears (the wrapper
+ *    the generator appended does the locking).
+ *  - any other compile (a build that forgot lockweave_generate) refers to an
+ *    undefined object, so the link fails with a name that says what to do,
+ *    whatever the optimisation level and whether or not the function is called.
+ */
+#if defined(LW__SCAN)
+#define REDIS_LOCK(...)                                                        \
+    __attribute__((annotate("lockweave:REDIS_LOCK:" #__VA_ARGS__)))
+#elif defined(LW__WOVEN)
+#define REDIS_LOCK(...)
+#else
+#define LW__CAT2(a, b) a##b
+#define LW__CAT(a, b) LW__CAT2(a, b)
+extern const char
+    lockweave_generate_was_not_run_on_this_file_see_lockweave_generate_in_cmake;
+#define REDIS_LOCK(...)                                                        \
+    __attribute__((used)) static const char *const LW__CAT(                    \
+        lw__unwoven_, __LINE__) =                                              \
+        &lockweave_generate_was_not_run_on_this_file_see_lockweave_generate_in_cmake;
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Status codes: 0 or negative.  lw_strerror() names each. */
+enum {
+    LW_OK = 0,
+    LW_ETIMEOUT = -1, /* the lock stayed busy until the wait ran out */
+    LW_EREDIS = -2,   /* Redis unreachable, or an unexpected reply */
+    LW_ELOST = -3,    /* the lease expired or was taken while the body ran */
+    LW_ECONFIG = -4,  /* bad LOCKWEAVE_REDIS_URL or lw_configure() values */
+    LW_ENOMEM = -5,   /* out of memory */
+    LW_EINVAL = -6,   /* bad argument: NULL or oversized key, bad duration */
+    LW_EAUTH = -7,    /* Redis refused AUTH or SELECT */
+    LW_EFORKED = -8,  /* a lock held by the parent process, seen in a child */
+};
+
+/* A static English text for an LW_E... code ("unknown error" otherwise).
+ * Thread-safe; never NULL. */
+LW_API const char *lw_strerror(int code);
+
+/* Status of the last guarded call made on this thread: LW_OK when the body ran
+ * with the lock held throughout, a negative LW_E... code otherwise (the body
+ * did not run, or ran and lost the lock: LW_ELOST).  Thread-local. */
+LW_API int lw_last_error(void);
+
+/* ------------------------------------------------------------------------ */
+/* Inside a guarded function                                                */
+/* ------------------------------------------------------------------------ */
+
+/* Fencing token of the innermost lock this thread holds: strictly increasing
+ * per key across all clients.  0 outside a guarded section.  Thread-local. */
+LW_API uint64_t lw_fence(void);
+
+/* 1 while the innermost lock this thread holds is still ours; 0 once a renewal
+ * failed, max_renew ran out, or outside a guarded section.  Thread-safe. */
+LW_API int lw_still_held(void);
+
+/* ------------------------------------------------------------------------ */
+/* Configuration                                                            */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Values for lw_configure().  Start from lw_config_init(), then change fields.
+ * Strings are copied by lw_configure(); the caller keeps ownership.
+ */
+typedef struct lw_config {
+    const char *redis_url;  /* NULL: $LOCKWEAVE_REDIS_URL or the default */
+    const char *key_prefix; /* NULL: "lock:" */
+    int connect_timeout_ms; /* <= 0: 1000 */
+    int command_timeout_ms; /* <= 0: 2000 */
+} lw_config;
+
+/* Fill *cfg with "use the environment and defaults".  Never fails. */
+LW_API void lw_config_init(lw_config *cfg);
+
+/* Replace the process's configuration.  Not needed when the environment is
+ * enough: the first guarded call reads it.  Thread-safe; connections are
+ * reopened on next use.  Returns LW_OK, LW_ECONFIG (bad URL) or LW_ENOMEM; on
+ * error the previous configuration stays. */
+LW_API int lw_configure(const lw_config *cfg);
+
+/* ------------------------------------------------------------------------ */
+/* Logging and counters                                                     */
+/* ------------------------------------------------------------------------ */
+
+enum {
+    LW_LOG_DEBUG = 0,
+    LW_LOG_INFO = 1,
+    LW_LOG_WARN = 2,
+    LW_LOG_ERROR = 3,
+    LW_LOG_OFF = 4,
+};
+
+/* A log sink: level, a NUL-terminated message without newline, user data.
+ * Called from any lockweave thread; must not call back into lockweave. */
+typedef void (*lw_log_fn)(int level, const char *msg, void *ud);
+
+/* Send log lines at or above min_level to fn (NULL: back to stderr).  The
+ * default level comes from $LOCKWEAVE_LOG=debug|info|warn|error|off (warn).
+ * Thread-safe. */
+LW_API void lw_set_logger(lw_log_fn fn, void *ud, int min_level);
+
+/* Counters since the process started (all processes' own, not cluster-wide). */
+typedef struct lw_stats {
+    uint64_t acquired;     /* locks taken from Redis (not re-entries) */
+    uint64_t reentered;    /* guards satisfied by a lock already held */
+    uint64_t contended;    /* acquisitions that found the lock busy at first */
+    uint64_t timed_out;    /* LW_ETIMEOUT results */
+    uint64_t renewed;      /* successful watchdog renewals */
+    uint64_t lost;         /* LW_ELOST results */
+    uint64_t redis_errors; /* failed round trips (I/O, protocol, error reply) */
+    uint64_t wait_total_us; /* time spent waiting for busy locks */
+    uint64_t wait_max_us;   /* longest single wait */
+    uint64_t held;          /* locks held by this process right now */
+} lw_stats;
+
+/* Copy the counters into *out.  Thread-safe; values are read one by one. */
+LW_API void lw_stats_get(lw_stats *out);
+
+/* ------------------------------------------------------------------------ */
+/* The guard: what a woven wrapper calls                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Options of one lock, as written in the annotation. */
+typedef struct lw_lock_opts {
+    uint32_t expire_ms; /* lease (Redis TTL); > 0 */
+    uint32_t wait_ms;   /* how long to wait for a busy lock; 0: try once */
+    int32_t max_renew;  /* watchdog renewals at most; < 0: unlimited */
+    uint32_t flags;     /* 0 (reserved) */
+} lw_lock_opts;
+
+/* Bytes of key kept inside the guard; longer keys use the heap. */
+#define LW_GUARD_INLINE_KEY 128
+
+/*
+ * One lock acquisition, on the caller's stack.  Opaque: the fields are the
+ * runtime's.  Life cycle: lw_guard_init(), lw_guard_key_*() to append the key,
+ * lw_guard_enter(), the critical section, lw_guard_leave().  Guards of one
+ * thread nest and must be left in reverse order of entering; a guard is used
+ * by one thread only.  No heap allocation unless the key exceeds
+ * LW_GUARD_INLINE_KEY or the lock is busy.
+ */
+typedef union lw_guard {
+    unsigned char lw__opaque[512];
+    uint64_t lw__align;
+    void *lw__align_ptr;
+} lw_guard;
+
+/* Start a guard: copies *opts, writes the key prefix.  Cannot fail; errors
+ * (including bad configuration) surface from lw_guard_enter(). */
+LW_API void lw_guard_init(lw_guard *g, const lw_lock_opts *opts);
+
+/* Append to the key: raw bytes (binary-safe), a C string (NULL appends
+ * nothing and makes enter fail with LW_EINVAL), a signed or unsigned decimal.
+ * Never truncates: an allocation failure is reported by lw_guard_enter(). */
+LW_API void lw_guard_key_bytes(lw_guard *g, const void *p, size_t n);
+LW_API void lw_guard_key_str(lw_guard *g, const char *s);
+LW_API void lw_guard_key_i64(lw_guard *g, int64_t v);
+LW_API void lw_guard_key_u64(lw_guard *g, uint64_t v);
+
+/* Acquire the lock (or re-enter one this thread holds), waiting up to
+ * opts->wait_ms.  LW_OK: run the section, then call lw_guard_leave().  Any
+ * other code: the lock is not held, the guard is finished (no leave needed),
+ * and lw_last_error() returns the same code. */
+LW_API int lw_guard_enter(lw_guard *g);
+
+/* Release: stop renewal, compare-and-delete our token, wake a waiter.
+ * Returns and records in lw_last_error() LW_OK or LW_ELOST (the lease was
+ * lost while held).  A release Redis could not confirm is logged, not an
+ * error: the lease then ends by its TTL. */
+LW_API int lw_guard_leave(lw_guard *g);
+
+/* Drop a guard that was initialised but will not be entered (frees a heap
+ * key).  Safe after a failed lw_guard_enter(). */
+LW_API void lw_guard_discard(lw_guard *g);
+
+/* For the woven wrapper: record a status in lw_last_error() (skip_if).  */
+LW_API void lw_set_last_error(int code);
+
+/* Short form for hand-written code: init + key bytes + enter. */
+LW_API int lw_lock(lw_guard *g, const char *key, size_t keylen,
+                   const lw_lock_opts *opts);
+
+/* Release held locks now and stop the runtime's threads (optional: tests and
+ * leak checkers).  Guards still entered are reported lost.  Not thread-safe
+ * with concurrent guarded calls. */
+LW_API void lw_shutdown(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOCKWEAVE_H */
