@@ -1,14 +1,11 @@
-# Debian's hiredis 0.14 ships HiredisConfig.cmake with variables only, no
-# imported target: wrap them in lockweave::hiredis, for the build tree and for
+# Debian's hiredis 0.14 ships a HiredisConfig.cmake with no imported target:
+# wrap what it finds in lockweave::hiredis, for the build tree and for
 # lockweaveConfig.cmake alike.
 if(NOT TARGET lockweave::hiredis)
-  if(NOT HIREDIS_LIBRARIES)
-    find_package(Hiredis CONFIG QUIET)
-  endif()
-  if(NOT HIREDIS_LIBRARIES OR NOT HIREDIS_INCLUDE_DIRS)
-    find_path(HIREDIS_INCLUDE_DIRS hiredis/hiredis.h)
-    find_library(HIREDIS_LIBRARIES NAMES hiredis)
-  endif()
+  # Its HiredisConfigVersion.cmake fails under find_package(), so look for
+  # the files directly.
+  find_path(HIREDIS_INCLUDE_DIRS hiredis/hiredis.h)
+  find_library(HIREDIS_LIBRARIES NAMES hiredis)
   if(HIREDIS_LIBRARIES AND HIREDIS_INCLUDE_DIRS)
     add_library(lockweave::hiredis INTERFACE IMPORTED)
     set_target_properties(lockweave::hiredis PROPERTIES

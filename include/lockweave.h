@@ -1,5 +1,6 @@
 /*
- * lockweave — a Redis distributed lock around a C function, woven at build time.
+ * lockweave — a Redis distributed lock around a C function, woven at build
+ * time.
  *
  *     #include <lockweave.h>
  *
@@ -26,7 +27,7 @@ extern "C" {
 #define LW_VERSION_MAJOR 0
 #define LW_VERSION_MINOR 1
 #define LW_VERSION_PATCH 0
-#define LW_VERSION "0.1.0"
+#define LW_VERSION       "0.1.0"
 /* One number per release; woven files check it against the header they see. */
 #define LW_VERSION_NUM                                                         \
     (LW_VERSION_MAJOR * 10000 + LW_VERSION_MINOR * 100 + LW_VERSION_PATCH)
@@ -56,18 +57,23 @@ extern "C" {
  *    whatever the optimisation level and whether or not the function is called.
  */
 #if defined(LW__SCAN)
+/* The arguments are macro-expanded before they are stringized (one extra
+ * macro level), so REDIS_LOCK(STOCK_KEY, LOCK_TTL, 0) reaches the generator
+ * with the values, not the names. */
+#define LW__STR(...)  #__VA_ARGS__
+#define LW__XSTR(...) LW__STR(__VA_ARGS__)
 #define REDIS_LOCK(...)                                                        \
-    __attribute__((annotate("lockweave:REDIS_LOCK:" #__VA_ARGS__)))
+    __attribute__((annotate("lockweave:REDIS_LOCK:" LW__XSTR(__VA_ARGS__))))
 #elif defined(LW__WOVEN)
 #define REDIS_LOCK(...)
 #else
 #define LW__CAT2(a, b) a##b
-#define LW__CAT(a, b) LW__CAT2(a, b)
+#define LW__CAT(a, b)  LW__CAT2(a, b)
 extern const char
     lockweave_generate_was_not_run_on_this_file_see_lockweave_generate_in_cmake;
 #define REDIS_LOCK(...)                                                        \
-    __attribute__((used)) static const char *const LW__CAT(                    \
-        lw__unwoven_, __LINE__) =                                              \
+    __attribute__((used)) static const char *const LW__CAT(lw__unwoven_,       \
+                                                           __LINE__) =         \
         &lockweave_generate_was_not_run_on_this_file_see_lockweave_generate_in_cmake;
 #endif
 

@@ -1,0 +1,37 @@
+# cmake --install: header, both libraries, lockweave-gen, the CMake package
+# (exported targets under lockweave::, lockweave_generate()) and lockweave.pc.
+include(CMakePackageConfigHelpers)
+
+set(LW_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/lockweave)
+
+install(FILES ${PROJECT_SOURCE_DIR}/include/lockweave.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS lockweave lockweave_static EXPORT lockweaveTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT lockweaveTargets NAMESPACE lockweave:: DESTINATION ${LW_CMAKE_DIR})
+
+configure_package_config_file(
+  ${PROJECT_SOURCE_DIR}/cmake/lockweaveConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/lockweaveConfig.cmake
+  INSTALL_DESTINATION ${LW_CMAKE_DIR})
+write_basic_package_version_file(
+  ${PROJECT_BINARY_DIR}/lockweaveConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+set(LW_PACKAGE_FILES
+  ${PROJECT_BINARY_DIR}/lockweaveConfig.cmake
+  ${PROJECT_BINARY_DIR}/lockweaveConfigVersion.cmake
+  ${PROJECT_SOURCE_DIR}/cmake/lockweaveHiredis.cmake)
+if(EXISTS ${PROJECT_SOURCE_DIR}/cmake/LockweaveGenerate.cmake)
+  list(APPEND LW_PACKAGE_FILES ${PROJECT_SOURCE_DIR}/cmake/LockweaveGenerate.cmake)
+endif()
+install(FILES ${LW_PACKAGE_FILES} DESTINATION ${LW_CMAKE_DIR})
+
+# pkg-config: the shared library by default; --static adds hiredis and
+# pthread for the archive.
+set(LW_PC_PREFIX ${CMAKE_INSTALL_PREFIX})
+configure_file(${PROJECT_SOURCE_DIR}/cmake/lockweave.pc.in
+               ${PROJECT_BINARY_DIR}/lockweave.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/lockweave.pc
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,0 +1,296 @@
+/* Connections: open with timeouts, AUTH/SELECT, load scripts, reconnect with
+ * bounded backoff, run scripts by SHA. */
+#include "conn.h"
+
+#include <lockweave.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "clock.h"
+#include "config.h"
+#include "fork.h"
+#include "log.h"
+#include "scripts.h"
+#include "stats.h"
+#include "thread.h"
+
+#define BACKOFF_MIN_MS  10
+#define BACKOFF_MAX_MS  500
+#define SCRIPT_ARGV_MAX 9
+
+struct lw_conn *lw__conn_new(void)
+{
+    return calloc(1, sizeof(struct lw_conn));
+}
+
+void lw__conn_free(struct lw_conn *c)
+{
+    if (c == NULL)
+        return;
+    lw__conn_drop(c);
+    free(c);
+}
+
+void lw__conn_drop(struct lw_conn *c)
+{
+    /* In a forked child this closes only the child's copy of the socket; no
+     * byte is written, so the parent's connection is untouched. */
+    if (c->ctx != NULL)
+        redisFree(c->ctx);
+    c->ctx = NULL;
+}
+
+int lw__conn_timeout_ms(void)
+{
+    return lw__settings()->connect_timeout_ms;
+}
+
+static struct timeval tv_ms(int ms)
+{
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    return tv;
+}
+
+static void note_failure(struct lw_conn *c, const char *what)
+{
+    char where[256];
+    int level = c->failing ? LW_LOG_DEBUG : LW_LOG_WARN;
+
+    lw__url_describe(&lw__settings()->url, where, sizeof where);
+    lw__log(level, "Redis %s: %s (retrying in %d ms)", where, what,
+            c->backoff_ms ? c->backoff_ms * 2 : BACKOFF_MIN_MS);
+    LW_STAT_ADD(redis_errors, 1);
+    c->failing = 1;
+    c->backoff_ms = c->backoff_ms ? c->backoff_ms * 2 : BACKOFF_MIN_MS;
+    if (c->backoff_ms > BACKOFF_MAX_MS)
+        c->backoff_ms = BACKOFF_MAX_MS;
+    c->retry_at_ms =
+        lw__now_ms() + c->backoff_ms / 2 + lw__jitter(c->backoff_ms / 2 + 1);
+}
+
+/* One command on a context that is being set up; LW_OK or code. */
+static int setup_cmd(struct lw_conn *c, int code, int argc, const char **argv)
+{
+    redisReply *r = redisCommandArgv(c->ctx, argc, argv, NULL);
+    int rc = LW_OK;
+    char what[200];
+
+    if (r == NULL) {
+        snprintf(what, sizeof what, "%s failed: %s", argv[0], c->ctx->errstr);
+        rc = LW_EREDIS;
+    } else if (r->type == REDIS_REPLY_ERROR) {
+        snprintf(what, sizeof what, "%s refused: %s", argv[0], r->str);
+        rc = code;
+    } else if (r->type == REDIS_REPLY_STRING && argc == 3 &&
+               strcmp(argv[0], "SCRIPT") == 0) {
+        for (int id = 0; id < LW_SCRIPT_COUNT; id++)
+            if (lw__script_text(id) == argv[2])
+                lw__script_set_sha(id, r->str, r->len);
+    }
+    freeReplyObject(r);
+    if (rc != LW_OK)
+        note_failure(c, what);
+    return rc;
+}
+
+static int handshake(struct lw_conn *c, const struct lw_settings *s)
+{
+    char db[16];
+    int rc = LW_OK;
+
+    if (s->url.password != NULL) {
+        const char *argv[] = {"AUTH",
+                              s->url.user ? s->url.user : s->url.password,
+                              s->url.password};
+        rc = setup_cmd(c, LW_EAUTH, s->url.user ? 3 : 2, argv);
+    }
+    if (rc == LW_OK && s->url.db != 0) {
+        const char *argv[] = {"SELECT", db};
+        snprintf(db, sizeof db, "%d", s->url.db);
+        rc = setup_cmd(c, LW_EAUTH, 2, argv);
+    }
+    for (int id = 0; rc == LW_OK && id < LW_SCRIPT_COUNT; id++) {
+        const char *argv[] = {"SCRIPT", "LOAD", lw__script_text(id)};
+        if (lw__script_sha(id) == NULL)
+            rc = setup_cmd(c, LW_EREDIS, 3, argv);
+    }
+    return rc;
+}
+
+int lw__conn_ensure(struct lw_conn *c)
+{
+    const struct lw_settings *s = lw__settings();
+    int rc;
+
+    if (s->error != LW_OK)
+        return s->error;
+    if (c->ctx != NULL && (c->cfg_gen != s->gen || c->fork_gen != lw__fork_gen))
+        lw__conn_drop(c);
+    if (c->ctx != NULL)
+        return LW_OK;
+    if (c->failing && lw__now_ms() < c->retry_at_ms)
+        return LW_EREDIS; /* fail fast while backing off */
+
+    if (s->url.path != NULL)
+        c->ctx = redisConnectUnixWithTimeout(s->url.path,
+                                             tv_ms(s->connect_timeout_ms));
+    else
+        c->ctx = redisConnectWithTimeout(s->url.host, s->url.port,
+                                         tv_ms(s->connect_timeout_ms));
+    if (c->ctx == NULL)
+        return LW_ENOMEM;
+    if (c->ctx->err) {
+        char what[160];
+        snprintf(what, sizeof what, "connect failed: %s", c->ctx->errstr);
+        lw__conn_drop(c);
+        note_failure(c, what);
+        return LW_EREDIS;
+    }
+    redisSetTimeout(c->ctx, tv_ms(s->command_timeout_ms));
+    redisEnableKeepAlive(c->ctx);
+    rc = handshake(c, s);
+    if (rc != LW_OK) {
+        lw__conn_drop(c);
+        return rc;
+    }
+    if (c->failing)
+        lw__log(LW_LOG_INFO, "Redis connection restored");
+    c->failing = 0;
+    c->backoff_ms = 0;
+    c->cfg_gen = s->gen;
+    c->fork_gen = lw__fork_gen;
+    c->fresh = 1;
+    return LW_OK;
+}
+
+int lw__conn_thread(struct lw_conn **out)
+{
+    struct lw_thread *t = lw__thread();
+
+    if (t->conn == NULL) {
+        struct lw_conn *c = lw__conn_new();
+        if (c == NULL)
+            return LW_ENOMEM;
+        lw__thread_set_conn(c);
+    }
+    *out = t->conn;
+    return lw__conn_ensure(t->conn);
+}
+
+/* argv for EVALSHA/EVAL: command, script, numkeys, then the caller's. */
+static int build_argv(int id, int use_sha, int nkeys, int nargs,
+                      const char *const *in, const size_t *inlen,
+                      const char **argv, size_t *lens, char *nbuf)
+{
+    const char *script = use_sha ? lw__script_sha(id) : lw__script_text(id);
+    int n = nkeys + nargs;
+
+    if (n + 3 > SCRIPT_ARGV_MAX)
+        return -1;
+    argv[0] = use_sha ? "EVALSHA" : "EVAL";
+    argv[1] = script;
+    argv[2] = nbuf;
+    lens[0] = strlen(argv[0]);
+    lens[1] = strlen(script);
+    lens[2] = (size_t)snprintf(nbuf, 8, "%d", nkeys);
+    for (int i = 0; i < n; i++) {
+        argv[3 + i] = in[i];
+        lens[3 + i] = inlen[i];
+    }
+    return n + 3;
+}
+
+static redisReply *run_script(struct lw_conn *c, int id, int nkeys, int nargs,
+                              const char *const *in, const size_t *inlen)
+{
+    const char *argv[SCRIPT_ARGV_MAX];
+    size_t lens[SCRIPT_ARGV_MAX];
+    char nbuf[8];
+    int use_sha = lw__script_sha(id) != NULL;
+    redisReply *r;
+    int argc =
+        build_argv(id, use_sha, nkeys, nargs, in, inlen, argv, lens, nbuf);
+
+    if (argc < 0)
+        return NULL;
+    r = redisCommandArgv(c->ctx, argc, argv, lens);
+    if (r != NULL && use_sha && r->type == REDIS_REPLY_ERROR &&
+        strncmp(r->str, "NOSCRIPT", 8) == 0) {
+        /* The server lost its script cache: EVAL sends the text and caches
+         * it again for every later EVALSHA. */
+        freeReplyObject(r);
+        argc = build_argv(id, 0, nkeys, nargs, in, inlen, argv, lens, nbuf);
+        r = redisCommandArgv(c->ctx, argc, argv, lens);
+    }
+    return r;
+}
+
+int lw__conn_script(struct lw_conn *c, int id, int nkeys, int nargs,
+                    const char *const *argv, const size_t *lens,
+                    redisReply **out, int *replayed)
+{
+    *out = NULL;
+    *replayed = 0;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int rc = lw__conn_ensure(c);
+        int was_fresh = c->fresh;
+        redisReply *r;
+
+        if (rc != LW_OK)
+            return rc;
+        c->fresh = 0;
+        r = run_script(c, id, nkeys, nargs, argv, lens);
+        if (r != NULL && r->type == REDIS_REPLY_ERROR) {
+            lw__log(LW_LOG_WARN, "Redis error reply: %s", r->str);
+            LW_STAT_ADD(redis_errors, 1);
+            freeReplyObject(r);
+            return LW_EREDIS;
+        }
+        if (r != NULL) {
+            *out = r;
+            return LW_OK;
+        }
+        note_failure(c, c->ctx->errstr);
+        lw__conn_drop(c);
+        if (was_fresh)
+            return LW_EREDIS;
+        /* A reused connection may simply have been closed under us
+         * (CLIENT KILL, server timeout, restart): one retry on a new one. */
+        c->failing = 0;
+        *replayed = 1;
+    }
+    return LW_EREDIS;
+}
+
+int lw__conn_script_append(struct lw_conn *c, int id, int nkeys, int nargs,
+                           const char *const *in, const size_t *inlen)
+{
+    const char *argv[SCRIPT_ARGV_MAX];
+    size_t lens[SCRIPT_ARGV_MAX];
+    char nbuf[8];
+    int use_sha = lw__script_sha(id) != NULL;
+    int argc =
+        build_argv(id, use_sha, nkeys, nargs, in, inlen, argv, lens, nbuf);
+
+    if (argc < 0 || c->ctx == NULL)
+        return LW_EINVAL;
+    return redisAppendCommandArgv(c->ctx, argc, argv, lens) == REDIS_OK
+               ? LW_OK
+               : LW_ENOMEM;
+}
+
+redisReply *lw__conn_read(struct lw_conn *c)
+{
+    void *r = NULL;
+
+    if (c->ctx == NULL)
+        return NULL;
+    if (redisGetReply(c->ctx, &r) != REDIS_OK) {
+        note_failure(c, c->ctx->errstr);
+        lw__conn_drop(c);
+        return NULL;
+    }
+    return r;
+}

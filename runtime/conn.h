@@ -1,0 +1,59 @@
+#ifndef LW_CONN_H
+#define LW_CONN_H
+
+#include <hiredis/hiredis.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * One Redis connection, used by one thread at a time.  Every guarded thread
+ * has its own (lw__conn_thread()), so no hiredis context is ever shared
+ * mid-command; the watchdog and the wake-up subscriber own theirs.
+ */
+struct lw_conn {
+    redisContext *ctx;
+    unsigned cfg_gen;    /* lw_settings.gen the context was opened with */
+    unsigned fork_gen;   /* lw__fork_gen the context was opened in */
+    int64_t retry_at_ms; /* no reconnect attempt before this (backoff) */
+    int backoff_ms;
+    int fresh;   /* opened by the current call: no replay on error */
+    int failing; /* last attempt failed: log the recovery */
+};
+
+struct lw_conn *lw__conn_new(void);
+void lw__conn_free(struct lw_conn *c);
+
+/* This thread's connection, opened if needed.  LW_OK, LW_EREDIS, LW_EAUTH,
+ * LW_ECONFIG or LW_ENOMEM. */
+int lw__conn_thread(struct lw_conn **out);
+
+/* Open c if it is closed or stale (config changed, fork). */
+int lw__conn_ensure(struct lw_conn *c);
+
+/* Close after an I/O or protocol error; the next use reconnects. */
+void lw__conn_drop(struct lw_conn *c);
+
+/* Connect timeout of the current configuration, for callers that bound a
+ * whole operation by it. */
+int lw__conn_timeout_ms(void);
+
+/*
+ * Run script id with keys then args (at most 6 in all).  EVALSHA, falling back
+ * to EVAL on NOSCRIPT (server restarted or SCRIPT FLUSH).  An I/O error on a
+ * connection that was already open is retried once on a new one, since a
+ * killed or idle-timed-out connection says nothing about the server;
+ * *replayed tells the caller the script may have run twice.  On LW_OK *out is
+ * the reply (caller frees); error replies are LW_EREDIS.
+ */
+int lw__conn_script(struct lw_conn *c, int id, int nkeys, int nargs,
+                    const char *const *argv, const size_t *lens,
+                    redisReply **out, int *replayed);
+
+/* Queue a script call without reading the reply (watchdog pipelines). */
+int lw__conn_script_append(struct lw_conn *c, int id, int nkeys, int nargs,
+                           const char *const *argv, const size_t *lens);
+
+/* Read one pipelined reply.  NULL after an I/O error (c is dropped). */
+redisReply *lw__conn_read(struct lw_conn *c);
+
+#endif

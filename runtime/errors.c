@@ -1,0 +1,30 @@
+#include <lockweave.h>
+
+const char *lw_strerror(int code)
+{
+    switch (code) {
+    case LW_OK:
+        return "ok";
+    case LW_ETIMEOUT:
+        return "lock busy: wait time ran out";
+    case LW_EREDIS:
+        return "Redis unreachable or replied unexpectedly";
+    case LW_ELOST:
+        return "lock lost while held: lease expired or taken by another "
+               "owner";
+    case LW_ECONFIG:
+        return "bad lockweave configuration (LOCKWEAVE_REDIS_URL or "
+               "lw_configure)";
+    case LW_ENOMEM:
+        return "out of memory";
+    case LW_EINVAL:
+        return "invalid argument (empty, NULL or oversized key, bad "
+               "duration)";
+    case LW_EAUTH:
+        return "Redis refused AUTH or SELECT";
+    case LW_EFORKED:
+        return "lock belongs to the parent process (fork)";
+    default:
+        return "unknown lockweave error";
+    }
+}

@@ -1,0 +1,28 @@
+#ifndef LW_LEASE_H
+#define LW_LEASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "token.h"
+
+/*
+ * What the watchdog needs to keep one lock alive.  It lives inside the guard,
+ * on the locking thread's stack: lw__watchdog_remove() waits out an in-flight
+ * renewal before the guard (and so the lease) can go away.
+ */
+struct lw_lease {
+    const char *key;
+    size_t keylen;
+    char token[LW_TOKEN_MAX];
+    int toklen;
+    uint32_t expire_ms;
+    int32_t renews_left;    /* < 0: unlimited */
+    int64_t valid_until_ms; /* the lease surely ends by then (our clock) */
+    int64_t due_ms;         /* next watchdog action */
+    int heap_idx; /* position in the watchdog heap, -1 if not queued */
+    int inflight; /* the watchdog is renewing it right now */
+    int lost;     /* atomic: set once, by watchdog or release */
+};
+
+#endif

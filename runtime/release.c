@@ -1,0 +1,67 @@
+/* Release: stop renewal first, then compare-and-delete our token and publish
+ * the wake-up in the same script. */
+#include <lockweave.h>
+#include <stdlib.h>
+
+#include "clock.h"
+#include "conn.h"
+#include "guard.h"
+#include "keynames.h"
+#include "log.h"
+#include "scripts.h"
+#include "watchdog.h"
+
+static int verdict(struct lw_gimpl *g, long long result, int replayed)
+{
+    const char *why;
+
+    if (result == 1)
+        return lw__lease_lost(&g->lease) ? LW_ELOST : LW_OK;
+    /* A replayed release whose first attempt deleted the key reads "gone":
+     * while our lease was still valid, that is our own delete. */
+    if (result == 0 && replayed && lw__now_ms() < g->lease.valid_until_ms)
+        return LW_OK;
+    why = result == 0 ? "the lease had expired" : "another owner holds it";
+    lw__log(LW_LOG_WARN, "lock %.*s lost before release: %s", (int)g->keylen,
+            g->key, why);
+    lw__lease_mark_lost(&g->lease);
+    return LW_ELOST;
+}
+
+int lw__release(struct lw_gimpl *g)
+{
+    char namebuf[256];
+    size_t chanlen;
+    struct lw_conn *conn;
+    redisReply *r = NULL;
+    int rc, replayed = 0;
+    char *chan;
+
+    /* Cancel renewal before deleting: a PEXPIRE in flight after our DEL
+     * could otherwise extend a key someone else just created. */
+    lw__watchdog_remove(&g->lease);
+    chan = lw__keyname(g->key, g->keylen, LW_WAKE_SUFFIX, namebuf,
+                       sizeof namebuf, &chanlen);
+    rc = chan == NULL ? LW_ENOMEM : lw__conn_thread(&conn);
+    if (rc == LW_OK) {
+        const char *argv[] = {g->key, g->lease.token, chan};
+        size_t lens[] = {g->keylen, (size_t)g->lease.toklen, chanlen};
+        rc = lw__conn_script(conn, LW_SCRIPT_RELEASE, 1, 2, argv, lens, &r,
+                             &replayed);
+    }
+    if (rc == LW_OK && r->type == REDIS_REPLY_INTEGER) {
+        rc = verdict(g, r->integer, replayed);
+    } else {
+        /* The body ran under the lock; only the early unlock failed.  The
+         * key ends by its TTL, so waiters are delayed, not endangered. */
+        lw__log(LW_LOG_WARN,
+                "could not release lock %.*s (%s); it ends by its TTL",
+                (int)g->keylen, g->key, lw_strerror(rc ? rc : LW_EREDIS));
+        rc = lw__lease_lost(&g->lease) ? LW_ELOST : LW_OK;
+    }
+    if (r != NULL)
+        freeReplyObject(r);
+    if (chan != NULL && chan != namebuf)
+        free(chan);
+    return rc;
+}

@@ -1,0 +1,19 @@
+#include <lockweave.h>
+
+#include "config.h"
+#include "conn.h"
+#include "thread.h"
+#include "wake.h"
+#include "watchdog.h"
+
+void lw_shutdown(void)
+{
+    struct lw_thread *t = lw__thread();
+
+    lw__watchdog_stop();
+    lw__wake_stop();
+    if (t->conn != NULL) {
+        lw__conn_drop(t->conn);
+    }
+    lw__settings_free_all();
+}

@@ -1,0 +1,66 @@
+/* Per-thread state.  The TLS block is plain data; the connection is also
+ * registered under a pthread key so its destructor closes it at thread exit. */
+#include "thread.h"
+
+#include <lockweave.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "conn.h"
+
+static _Thread_local struct lw_thread tls;
+static pthread_key_t conn_key;
+static pthread_once_t conn_key_once = PTHREAD_ONCE_INIT;
+
+static void conn_destructor(void *p)
+{
+    lw__conn_free(p);
+}
+
+static void conn_key_init(void)
+{
+    pthread_key_create(&conn_key, conn_destructor);
+}
+
+struct lw_thread *lw__thread(void)
+{
+    return &tls;
+}
+
+void lw__thread_set_conn(struct lw_conn *conn)
+{
+    pthread_once(&conn_key_once, conn_key_init);
+    tls.conn = conn;
+    pthread_setspecific(conn_key, conn);
+}
+
+uint32_t lw__jitter(uint32_t n)
+{
+    uint64_t x = tls.rng;
+
+    if (n == 0)
+        return 0;
+    if (x == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        x = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() ^
+            (uint64_t)(uintptr_t)&tls;
+        x |= 1;
+    }
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    tls.rng = x;
+    return (uint32_t)(x % n);
+}
+
+int lw_last_error(void)
+{
+    return tls.last_error;
+}
+
+void lw_set_last_error(int code)
+{
+    tls.last_error = code;
+}

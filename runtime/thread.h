@@ -1,0 +1,28 @@
+#ifndef LW_THREAD_H
+#define LW_THREAD_H
+
+#include <stdint.h>
+
+struct lw_gimpl;
+struct lw_conn;
+
+/* Everything lockweave keeps per thread.  Reached through lw__thread(). */
+struct lw_thread {
+    int last_error;
+    struct lw_gimpl *top; /* innermost entered guard (a stack via ->outer) */
+    struct lw_conn *conn; /* this thread's Redis connection, or NULL */
+    unsigned token_gen;   /* lw__fork_gen the token base was drawn in */
+    unsigned char token_base[16];
+    uint64_t token_seq;
+    uint64_t rng; /* xorshift state for backoff jitter */
+};
+
+struct lw_thread *lw__thread(void);
+
+/* Remember conn so it is closed when the thread exits. */
+void lw__thread_set_conn(struct lw_conn *conn);
+
+/* A jitter value in [0, n). Not for tokens: those use getrandom(). */
+uint32_t lw__jitter(uint32_t n);
+
+#endif

@@ -1,0 +1,183 @@
+/* LOCKWEAVE_REDIS_URL parsing.  Written by hand rather than with a regex so a
+ * bad URL yields a reason ("port out of range"), not just "invalid". */
+#include "url.h"
+
+#include <lockweave.h>
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int fail(char *err, size_t errlen, const char *why, const char *s)
+{
+    snprintf(err, errlen, "%s in Redis URL \"%.64s\"", why, s);
+    return LW_ECONFIG;
+}
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c = tolower(c);
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Copy [p, p+n) percent-decoded: passwords may hold '@', ':' or '/'. */
+static char *dup_decoded(const char *p, size_t n, int *bad)
+{
+    char *out = malloc(n + 1), *o = out;
+
+    if (out == NULL)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] != '%') {
+            *o++ = p[i];
+            continue;
+        }
+        int hi = i + 1 < n ? hexval((unsigned char)p[i + 1]) : -1;
+        int lo = i + 2 < n ? hexval((unsigned char)p[i + 2]) : -1;
+        if (hi < 0 || lo < 0) {
+            *bad = 1;
+            break;
+        }
+        *o++ = (char)(hi * 16 + lo);
+        i += 2;
+    }
+    *o = '\0';
+    return out;
+}
+
+static int parse_int(const char *p, size_t n, long min, long max, int *out)
+{
+    long v = 0;
+    if (n == 0 || n > 9)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (!isdigit((unsigned char)p[i]))
+            return -1;
+        v = v * 10 + (p[i] - '0');
+    }
+    if (v < min || v > max)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_userinfo(const char *p, size_t n, struct lw_url *u, int *bad)
+{
+    const char *colon = memchr(p, ':', n);
+    if (colon == NULL) /* "redis://secret@host": a password alone */
+        return (u->password = dup_decoded(p, n, bad)) ? 0 : -1;
+    if (colon > p && (u->user = dup_decoded(p, colon - p, bad)) == NULL)
+        return -1;
+    u->password = dup_decoded(colon + 1, n - (colon + 1 - p), bad);
+    return u->password ? 0 : -1;
+}
+
+static int parse_hostport(const char *p, size_t n, struct lw_url *u)
+{
+    const char *host = p, *port = NULL;
+    size_t hlen = n;
+
+    if (n > 0 && p[0] == '[') { /* [::1]:6379 */
+        const char *close = memchr(p, ']', n);
+        if (close == NULL)
+            return -1;
+        host = p + 1;
+        hlen = close - host;
+        if (close + 1 < p + n) {
+            if (close[1] != ':')
+                return -1;
+            port = close + 2;
+        }
+    } else {
+        const char *colon = memchr(p, ':', n);
+        if (colon != NULL) {
+            hlen = colon - p;
+            port = colon + 1;
+        }
+    }
+    u->port = 6379;
+    if (port != NULL && parse_int(port, p + n - port, 1, 65535, &u->port))
+        return -2;
+    if (hlen == 0) {
+        host = "127.0.0.1";
+        hlen = strlen(host);
+    }
+    u->host = strndup(host, hlen);
+    return u->host ? 0 : -3;
+}
+
+static int parse_tcp(const char *s, const char *rest, struct lw_url *u,
+                     char *err, size_t errlen)
+{
+    const char *end = rest + strcspn(rest, "/?#");
+    const char *at = NULL;
+    int bad = 0, rc;
+
+    for (const char *q = rest; q < end; q++)
+        if (*q == '@')
+            at = q; /* the last '@': an unescaped one may sit in a password */
+    if (at != NULL && parse_userinfo(rest, at - rest, u, &bad))
+        return LW_ENOMEM;
+    if (bad)
+        return fail(err, errlen, "bad %-escape", s);
+    rc = parse_hostport(at ? at + 1 : rest, end - (at ? at + 1 : rest), u);
+    if (rc == -1)
+        return fail(err, errlen, "bad host", s);
+    if (rc == -2)
+        return fail(err, errlen, "port must be 1..65535", s);
+    if (rc == -3)
+        return LW_ENOMEM;
+    if (*end == '/' && end[1] != '\0' &&
+        parse_int(end + 1, strlen(end + 1), 0, 1000000, &u->db))
+        return fail(err, errlen, "database must be a number", s);
+    if (*end == '?' || *end == '#')
+        return fail(err, errlen, "query strings are not supported", s);
+    return LW_OK;
+}
+
+int lw__url_parse(const char *s, struct lw_url *u, char *err, size_t errlen)
+{
+    int rc;
+
+    memset(u, 0, sizeof *u);
+    if (s == NULL || *s == '\0')
+        return fail(err, errlen, "empty value", "");
+    if (strchr(s, ',') != NULL || strncmp(s, "redis+cluster://", 16) == 0)
+        return fail(err, errlen,
+                    "Redis Cluster and multi-master (Redlock) URLs are not "
+                    "supported yet",
+                    s);
+    if (strncmp(s, "unix://", 7) == 0) {
+        if (s[7] != '/')
+            return fail(err, errlen, "unix socket path must be absolute", s);
+        u->path = strdup(s + 7);
+        return u->path ? LW_OK : LW_ENOMEM;
+    }
+    if (strncmp(s, "redis://", 8) != 0)
+        return fail(err, errlen, "scheme must be redis:// or unix://", s);
+    rc = parse_tcp(s, s + 8, u, err, errlen);
+    if (rc != LW_OK)
+        lw__url_free(u);
+    return rc;
+}
+
+void lw__url_free(struct lw_url *u)
+{
+    free(u->host);
+    free(u->path);
+    free(u->user);
+    free(u->password);
+    memset(u, 0, sizeof *u);
+}
+
+void lw__url_describe(const struct lw_url *u, char *buf, size_t len)
+{
+    if (u->path != NULL)
+        snprintf(buf, len, "unix://%s%s", u->password ? "***@" : "", u->path);
+    else
+        snprintf(buf, len, "redis://%s%s%s:%d/%d", u->user ? u->user : "",
+                 u->password ? ":***@" : (u->user ? "@" : ""), u->host, u->port,
+                 u->db);
+}

@@ -1,0 +1,339 @@
+/*
+ * The watchdog: one thread per process keeps every held lease alive.
+ *
+ * Leases sit in a binary min-heap ordered by their next due time, so the
+ * thread sleeps until exactly the next renewal instead of scanning all locks
+ * on a fixed tick.  Due renewals are sent as one pipeline on the watchdog's
+ * own connection.  A lease out of renewals (max_renew) gets one last event at
+ * the end of its validity, where it is marked lost.
+ */
+#include "watchdog.h"
+
+#include <lockweave.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "conn.h"
+#include "log.h"
+#include "scripts.h"
+#include "stats.h"
+
+#define BATCH_MAX      256
+#define BATCH_SLACK_MS 5 /* renew a little early to batch neighbours */
+#define IDLE_WAKE_MS   1000
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;    /* work for the thread */
+    pthread_cond_t settled; /* an in-flight batch finished */
+    struct lw_lease **heap;
+    int n, cap;
+    int started, stopping;
+    int64_t sleep_until_ms; /* 0 while awake: adders need not signal */
+    pthread_t thread;
+    struct lw_conn *conn;
+} wd = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+void lw__lease_mark_lost(struct lw_lease *l)
+{
+    __atomic_store_n(&l->lost, 1, __ATOMIC_RELEASE);
+}
+
+static void heap_swap(int a, int b)
+{
+    struct lw_lease *t = wd.heap[a];
+    wd.heap[a] = wd.heap[b];
+    wd.heap[b] = t;
+    wd.heap[a]->heap_idx = a;
+    wd.heap[b]->heap_idx = b;
+}
+
+static void heap_up(int i)
+{
+    while (i > 0 && wd.heap[(i - 1) / 2]->due_ms > wd.heap[i]->due_ms) {
+        heap_swap(i, (i - 1) / 2);
+        i = (i - 1) / 2;
+    }
+}
+
+static void heap_down(int i)
+{
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        if (l < wd.n && wd.heap[l]->due_ms < wd.heap[m]->due_ms)
+            m = l;
+        if (r < wd.n && wd.heap[r]->due_ms < wd.heap[m]->due_ms)
+            m = r;
+        if (m == i)
+            return;
+        heap_swap(i, m);
+        i = m;
+    }
+}
+
+static int heap_push(struct lw_lease *l)
+{
+    if (wd.n == wd.cap) {
+        int cap = wd.cap ? wd.cap * 2 : 64;
+        struct lw_lease **h = realloc(wd.heap, (size_t)cap * sizeof *h);
+        if (h == NULL)
+            return LW_ENOMEM;
+        wd.heap = h;
+        wd.cap = cap;
+    }
+    wd.heap[wd.n] = l;
+    l->heap_idx = wd.n++;
+    heap_up(l->heap_idx);
+    return LW_OK;
+}
+
+static void heap_remove(struct lw_lease *l)
+{
+    int i = l->heap_idx;
+
+    l->heap_idx = -1;
+    if (--wd.n == i)
+        return;
+    wd.heap[i] = wd.heap[wd.n];
+    wd.heap[i]->heap_idx = i;
+    heap_up(i);
+    heap_down(wd.heap[i]->heap_idx);
+}
+
+/* Next event: a renewal at a third of the lease, or, with no renewals left,
+ * the moment the lease ends. */
+static void schedule(struct lw_lease *l, int64_t now)
+{
+    if (l->renews_left == 0)
+        l->due_ms = l->valid_until_ms;
+    else
+        l->due_ms = now + (l->expire_ms / 3 ? l->expire_ms / 3 : 1);
+}
+
+static void lease_lost(struct lw_lease *l, const char *why)
+{
+    lw__lease_mark_lost(l);
+    lw__log(LW_LOG_WARN, "lock %.*s lost: %s", (int)l->keylen, l->key, why);
+}
+
+/* Renew one lease from its reply; returns 1 when it stays queued. */
+static int settle(struct lw_lease *l, redisReply *r, int64_t sent_ms)
+{
+    int64_t now = lw__now_ms();
+
+    if (l->renews_left == 0 && l->due_ms <= now) {
+        lease_lost(l, "max_renew renewals used up and the lease ran out");
+        return 0;
+    }
+    if (r == NULL) { /* Redis unreachable: retry until the lease runs out */
+        if (now >= l->valid_until_ms) {
+            lease_lost(l, "Redis unreachable until the lease ran out");
+            return 0;
+        }
+        l->due_ms = now + (l->expire_ms / 10 ? l->expire_ms / 10 : 1);
+        if (l->due_ms > l->valid_until_ms)
+            l->due_ms = l->valid_until_ms;
+        return 1;
+    }
+    if (r->type != REDIS_REPLY_INTEGER || r->integer != 1) {
+        lease_lost(l, "the key expired or belongs to another owner");
+        return 0;
+    }
+    LW_STAT_ADD(renewed, 1);
+    if (l->renews_left > 0)
+        l->renews_left--;
+    l->valid_until_ms = sent_ms + l->expire_ms;
+    schedule(l, sent_ms);
+    return 1;
+}
+
+static void send_batch(struct lw_lease **batch, int n, redisReply **replies)
+{
+    static char ms[BATCH_MAX][16]; /* watchdog thread only */
+    int queued = 0;
+
+    memset(replies, 0, (size_t)n * sizeof *replies);
+    if (lw__conn_ensure(wd.conn) != LW_OK)
+        return;
+    for (int i = 0; i < n; i++) {
+        struct lw_lease *l = batch[i];
+        const char *argv[] = {l->key, l->token, ms[i]};
+        size_t lens[] = {l->keylen, (size_t)l->toklen, 0};
+        if (l->renews_left == 0)
+            continue; /* only its end-of-lease event: nothing to send */
+        lens[2] = (size_t)snprintf(ms[i], sizeof ms[i], "%u", l->expire_ms);
+        if (lw__conn_script_append(wd.conn, LW_SCRIPT_RENEW, 1, 2, argv,
+                                   lens) == LW_OK)
+            queued++;
+    }
+    for (int i = 0; i < n && queued > 0; i++) {
+        struct lw_lease *l = batch[i];
+        if (l->renews_left == 0)
+            continue;
+        replies[i] = lw__conn_read(wd.conn);
+        queued--;
+        if (replies[i] == NULL)
+            break; /* connection dropped: the rest retry later */
+        if (replies[i]->type == REDIS_REPLY_ERROR &&
+            strncmp(replies[i]->str, "NOSCRIPT", 8) == 0) {
+            /* Scripts flushed: replay this one through EVAL. */
+            const char *argv[] = {l->key, l->token, ms[i]};
+            size_t lens[] = {l->keylen, (size_t)l->toklen, strlen(ms[i])};
+            int replayed;
+            freeReplyObject(replies[i]);
+            lw__conn_script(wd.conn, LW_SCRIPT_RENEW, 1, 2, argv, lens,
+                            &replies[i], &replayed);
+        }
+    }
+}
+
+/* Take due leases off the heap (mu held); they are marked in flight. */
+static int collect_due(struct lw_lease **batch, int64_t now)
+{
+    int n = 0;
+
+    while (wd.n > 0 && n < BATCH_MAX &&
+           wd.heap[0]->due_ms <= now + BATCH_SLACK_MS &&
+           !(wd.heap[0]->renews_left == 0 && wd.heap[0]->due_ms > now)) {
+        struct lw_lease *l = wd.heap[0];
+        heap_remove(l);
+        l->inflight = 1;
+        batch[n++] = l;
+    }
+    return n;
+}
+
+static void *watchdog_main(void *arg)
+{
+    struct lw_lease *batch[BATCH_MAX];
+    redisReply *replies[BATCH_MAX];
+
+    (void)arg;
+    pthread_mutex_lock(&wd.mu);
+    while (!wd.stopping) {
+        int64_t now = lw__now_ms();
+        int n = collect_due(batch, now);
+
+        if (n == 0) {
+            int64_t until = wd.n ? wd.heap[0]->due_ms : now + IDLE_WAKE_MS;
+            struct timespec ts = lw__abstime_us(until * 1000);
+            wd.sleep_until_ms = until;
+            pthread_cond_timedwait(&wd.cond, &wd.mu, &ts);
+            wd.sleep_until_ms = 0;
+            continue;
+        }
+        pthread_mutex_unlock(&wd.mu);
+        send_batch(batch, n, replies);
+        pthread_mutex_lock(&wd.mu);
+        for (int i = 0; i < n; i++) {
+            batch[i]->inflight = 0;
+            if (settle(batch[i], replies[i], now) && heap_push(batch[i]))
+                lease_lost(batch[i], "out of memory in the watchdog");
+            if (replies[i] != NULL)
+                freeReplyObject(replies[i]);
+        }
+        pthread_cond_broadcast(&wd.settled);
+    }
+    pthread_mutex_unlock(&wd.mu);
+    return NULL;
+}
+
+static int start_locked(void)
+{
+    pthread_condattr_t ca;
+
+    if (wd.started)
+        return LW_OK;
+    if (wd.conn == NULL && (wd.conn = lw__conn_new()) == NULL)
+        return LW_ENOMEM;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&wd.cond, &ca);
+    pthread_cond_init(&wd.settled, &ca);
+    pthread_condattr_destroy(&ca);
+    wd.stopping = 0;
+    if (pthread_create(&wd.thread, NULL, watchdog_main, NULL) != 0)
+        return LW_ENOMEM;
+    wd.started = 1;
+    return LW_OK;
+}
+
+int lw__watchdog_add(struct lw_lease *l)
+{
+    int rc;
+
+    l->inflight = 0;
+    l->heap_idx = -1;
+    schedule(l, lw__now_ms());
+    pthread_mutex_lock(&wd.mu);
+    rc = start_locked();
+    if (rc == LW_OK)
+        rc = heap_push(l);
+    /* Wake the thread only if it sleeps past this lease's first event: with
+     * equal leases that is rare, so a busy lock loop causes no wake-ups. */
+    if (rc == LW_OK && wd.sleep_until_ms != 0 && l->due_ms < wd.sleep_until_ms)
+        pthread_cond_signal(&wd.cond);
+    pthread_mutex_unlock(&wd.mu);
+    return rc;
+}
+
+void lw__watchdog_remove(struct lw_lease *l)
+{
+    pthread_mutex_lock(&wd.mu);
+    while (l->inflight)
+        pthread_cond_wait(&wd.settled, &wd.mu);
+    if (l->heap_idx >= 0)
+        heap_remove(l);
+    pthread_mutex_unlock(&wd.mu);
+}
+
+void lw__watchdog_stop(void)
+{
+    pthread_mutex_lock(&wd.mu);
+    if (!wd.started) {
+        pthread_mutex_unlock(&wd.mu);
+        return;
+    }
+    wd.stopping = 1;
+    pthread_cond_signal(&wd.cond);
+    pthread_mutex_unlock(&wd.mu);
+    pthread_join(wd.thread, NULL);
+    pthread_mutex_lock(&wd.mu);
+    for (int i = 0; i < wd.n; i++) {
+        lease_lost(wd.heap[i], "lw_shutdown() stopped its renewal");
+        wd.heap[i]->heap_idx = -1;
+    }
+    wd.n = 0;
+    wd.started = 0;
+    lw__conn_free(wd.conn);
+    wd.conn = NULL;
+    pthread_cond_destroy(&wd.cond);
+    pthread_cond_destroy(&wd.settled);
+    pthread_mutex_unlock(&wd.mu);
+}
+
+void lw__watchdog_atfork_prepare(void)
+{
+    pthread_mutex_lock(&wd.mu);
+}
+
+void lw__watchdog_atfork_parent(void)
+{
+    pthread_mutex_unlock(&wd.mu);
+}
+
+/* The child has no watchdog thread and holds none of the parent's leases:
+ * forget them all; the connection is the parent's socket, closed unused. */
+void lw__watchdog_atfork_child(void)
+{
+    for (int i = 0; i < wd.n; i++)
+        wd.heap[i]->heap_idx = -1;
+    wd.n = 0;
+    wd.started = 0;
+    wd.sleep_until_ms = 0;
+    lw__conn_free(wd.conn);
+    wd.conn = NULL;
+    pthread_mutex_unlock(&wd.mu);
+}
