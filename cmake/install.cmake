@@ -29,8 +29,10 @@ endif()
 install(FILES ${LW_PACKAGE_FILES} DESTINATION ${LW_CMAKE_DIR})
 
 # pkg-config: the shared library by default; --static adds hiredis and
-# pthread for the archive.
-set(LW_PC_PREFIX ${CMAKE_INSTALL_PREFIX})
+# pthread for the archive.  The prefix is found relative to the .pc file, so
+# `cmake --install --prefix` anywhere gives a working package.
+file(RELATIVE_PATH LW_PC_UP /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
+set(LW_PC_PREFIX "\${pcfiledir}/${LW_PC_UP}")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/lockweave.pc.in
                ${PROJECT_BINARY_DIR}/lockweave.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/lockweave.pc

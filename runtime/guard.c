@@ -35,8 +35,7 @@ void lw_guard_init(lw_guard *gu, const lw_lock_opts *opts)
         lw_guard_key_bytes(gu, s->prefix, s->prefix_len);
     g->fence = 0;
     g->lease.lost = 0;
-    /* Remember where the user's key starts, to refuse an empty one. */
-    g->depth = (uint32_t)g->keylen;
+    g->key_start = g->keylen;
 }
 
 static struct lw_gimpl *find_owner(struct lw_thread *t, struct lw_gimpl *g)
@@ -81,7 +80,7 @@ static int check(const struct lw_gimpl *g)
         return LW_EINVAL;
     if (g->status != LW_OK)
         return g->status;
-    if (g->keylen == g->depth || g->opts.expire_ms == 0)
+    if (g->keylen == g->key_start || g->opts.expire_ms == 0)
         return LW_EINVAL; /* empty key, or a lease of no time */
     return LW_OK;
 }
