@@ -13,8 +13,10 @@
  * in ms (TTL 0 when unknown).  A token already in place means a retried
  * acquire whose first reply was lost: it is ours, and gets a fresh fence. */
 static const char acquire_lua[] =
-    "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) or "
-    "redis.call('get', KEYS[1]) == ARGV[1] then\n"
+    "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
+    "  return redis.call('incr', KEYS[2])\n"
+    "end\n"
+    "if redis.call('get', KEYS[1]) == ARGV[1] then\n"
     "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
     "  return redis.call('incr', KEYS[2])\n"
     "end\n"
