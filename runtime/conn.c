@@ -53,7 +53,7 @@ static struct timeval tv_ms(int ms)
     return tv;
 }
 
-static void note_failure(struct lw_conn *c, const char *what)
+static void note_failure(struct lw_conn *c, int rc, const char *what)
 {
     char where[256];
     int level = c->failing ? LW_LOG_DEBUG : LW_LOG_WARN;
@@ -63,6 +63,7 @@ static void note_failure(struct lw_conn *c, const char *what)
             c->backoff_ms ? c->backoff_ms * 2 : BACKOFF_MIN_MS);
     LW_STAT_ADD(redis_errors, 1);
     c->failing = 1;
+    c->last_rc = rc;
     c->backoff_ms = c->backoff_ms ? c->backoff_ms * 2 : BACKOFF_MIN_MS;
     if (c->backoff_ms > BACKOFF_MAX_MS)
         c->backoff_ms = BACKOFF_MAX_MS;
@@ -91,7 +92,7 @@ static int setup_cmd(struct lw_conn *c, int code, int argc, const char **argv)
     }
     freeReplyObject(r);
     if (rc != LW_OK)
-        note_failure(c, what);
+        note_failure(c, rc, what);
     return rc;
 }
 
@@ -126,12 +127,19 @@ int lw__conn_ensure(struct lw_conn *c)
 
     if (s->error != LW_OK)
         return s->error;
-    if (c->ctx != NULL && (c->cfg_gen != s->gen || c->fork_gen != lw__fork_gen))
+    if (c->cfg_gen != s->gen || c->fork_gen != lw__fork_gen) {
+        /* New configuration or new process: nothing learnt about the old
+         * connection applies, its backoff included. */
         lw__conn_drop(c);
+        c->failing = 0;
+        c->backoff_ms = 0;
+        c->cfg_gen = s->gen;
+        c->fork_gen = lw__fork_gen;
+    }
     if (c->ctx != NULL)
         return LW_OK;
     if (c->failing && lw__now_ms() < c->retry_at_ms)
-        return LW_EREDIS; /* fail fast while backing off */
+        return c->last_rc; /* fail fast while backing off */
 
     if (s->url.path != NULL)
         c->ctx = redisConnectUnixWithTimeout(s->url.path,
@@ -145,11 +153,12 @@ int lw__conn_ensure(struct lw_conn *c)
         char what[160];
         snprintf(what, sizeof what, "connect failed: %s", c->ctx->errstr);
         lw__conn_drop(c);
-        note_failure(c, what);
+        note_failure(c, LW_EREDIS, what);
         return LW_EREDIS;
     }
     redisSetTimeout(c->ctx, tv_ms(s->command_timeout_ms));
-    redisEnableKeepAlive(c->ctx);
+    if (s->url.path == NULL) /* hiredis 0.14 fails it on unix sockets */
+        redisEnableKeepAlive(c->ctx);
     rc = handshake(c, s);
     if (rc != LW_OK) {
         lw__conn_drop(c);
@@ -159,8 +168,6 @@ int lw__conn_ensure(struct lw_conn *c)
         lw__log(LW_LOG_INFO, "Redis connection restored");
     c->failing = 0;
     c->backoff_ms = 0;
-    c->cfg_gen = s->gen;
-    c->fork_gen = lw__fork_gen;
     c->fresh = 1;
     return LW_OK;
 }
@@ -252,7 +259,7 @@ int lw__conn_script(struct lw_conn *c, int id, int nkeys, int nargs,
             *out = r;
             return LW_OK;
         }
-        note_failure(c, c->ctx->errstr);
+        note_failure(c, LW_EREDIS, c->ctx->errstr);
         lw__conn_drop(c);
         if (was_fresh)
             return LW_EREDIS;
@@ -288,7 +295,7 @@ redisReply *lw__conn_read(struct lw_conn *c)
     if (c->ctx == NULL)
         return NULL;
     if (redisGetReply(c->ctx, &r) != REDIS_OK) {
-        note_failure(c, c->ctx->errstr);
+        note_failure(c, LW_EREDIS, c->ctx->errstr);
         lw__conn_drop(c);
         return NULL;
     }

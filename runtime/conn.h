@@ -18,6 +18,7 @@ struct lw_conn {
     int backoff_ms;
     int fresh;   /* opened by the current call: no replay on error */
     int failing; /* last attempt failed: log the recovery */
+    int last_rc; /* why it failed, repeated while backing off */
 };
 
 struct lw_conn *lw__conn_new(void);

@@ -25,6 +25,6 @@ const char *lw_strerror(int code)
     case LW_EFORKED:
         return "lock belongs to the parent process (fork)";
     default:
-        return "unknown lockweave error";
+        return "unknown error";
     }
 }

@@ -24,7 +24,7 @@ struct lw_gimpl {
     char *key; /* inline_key or heap */
     size_t keylen, keycap;
     size_t key_start; /* where the user's key begins, after the prefix */
-    int status; /* first error met while building the key */
+    int status;       /* first error met while building the key */
     int state;
     unsigned fork_gen;      /* process the lock was taken in */
     uint32_t depth;         /* owner: guards re-entered inside it */

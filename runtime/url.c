@@ -100,10 +100,8 @@ static int parse_hostport(const char *p, size_t n, struct lw_url *u)
     u->port = 6379;
     if (port != NULL && parse_int(port, p + n - port, 1, 65535, &u->port))
         return -2;
-    if (hlen == 0) {
-        host = "127.0.0.1";
-        hlen = strlen(host);
-    }
+    if (hlen == 0)
+        return -1;
     u->host = strndup(host, hlen);
     return u->host ? 0 : -3;
 }
