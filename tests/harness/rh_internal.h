@@ -1,0 +1,25 @@
+/* Pieces of the harness shared between its files; not for tests. */
+#ifndef LW_RH_INTERNAL_H
+#define LW_RH_INTERNAL_H
+
+#include "redis_harness.h"
+
+/* A connection that reports failure in err (size n) instead of stderr, for
+ * the readiness poll where refusals are expected. */
+redisContext *rh__connect_quiet(const rh_server *s, int timeout_ms, char *err,
+                                size_t n);
+
+/* Servers this process started, so an early exit still stops them. */
+void rh__registry_add(pid_t pid, const char *dir);
+void rh__registry_remove(pid_t pid);
+
+/* Remove a directory tree (the server's private dir). */
+void rh__remove_tree(const char *dir);
+
+/* SIGTERM (SIGCONT first, in case it is stopped), reap; SIGKILL after
+ * grace_ms.  Returns 0 if it exited by itself, -1 if it had to be killed. */
+int rh__terminate(pid_t pid, int grace_ms);
+
+void rh__sleep_ms(int ms);
+
+#endif

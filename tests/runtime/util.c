@@ -1,0 +1,83 @@
+#include "util.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+#include <time.h>
+
+int64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t now_ms(void)
+{
+    return now_us() / 1000;
+}
+
+void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+void use_url(const char *url, int connect_timeout_ms, int command_timeout_ms)
+{
+    lw_config cfg;
+    lw_config_init(&cfg);
+    cfg.redis_url = url;
+    cfg.connect_timeout_ms = connect_timeout_ms;
+    cfg.command_timeout_ms = command_timeout_ms;
+    CHECK_RC(lw_configure(&cfg), LW_OK);
+}
+
+void use_server(const rh_server *s)
+{
+    use_url(s->url, 1000, 2000);
+}
+
+lw_lock_opts lock_opts(uint32_t expire_ms, uint32_t wait_ms, int32_t max_renew)
+{
+    lw_lock_opts o;
+    memset(&o, 0, sizeof o);
+    o.expire_ms = expire_ms;
+    o.wait_ms = wait_ms;
+    o.max_renew = max_renew;
+    return o;
+}
+
+int lock_str(lw_guard *g, const char *key, uint32_t expire_ms,
+             uint32_t wait_ms)
+{
+    lw_lock_opts o = lock_opts(expire_ms, wait_ms, -1);
+    return lw_lock(g, key, strlen(key), &o);
+}
+
+int lock_exists(rh_server *s, const char *key)
+{
+    long long n = rh_cmd_int(s, "EXISTS lock:%s", key);
+    CHECK_MSG(n == 0 || n == 1, "EXISTS lock:%s failed", key);
+    return (int)n;
+}
+
+long long lock_pttl(rh_server *s, const char *key)
+{
+    long long n = rh_cmd_int(s, "PTTL lock:%s", key);
+    CHECK_MSG(n != LLONG_MIN, "PTTL lock:%s failed", key);
+    return n;
+}
+
+int64_t wait_until(int (*cond_fn)(void *), void *arg, int timeout_ms)
+{
+    int64_t start = now_ms();
+    for (;;) {
+        if (cond_fn(arg))
+            return now_ms() - start;
+        if (now_ms() - start >= timeout_ms)
+            return -1;
+        sleep_ms(5);
+    }
+}

@@ -1,0 +1,53 @@
+/* Helpers shared by the runtime tests: clocks, lockweave set-up against a
+ * harness server, and looks at lock keys behind lockweave's back. */
+#ifndef LW_TEST_UTIL_H
+#define LW_TEST_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <lockweave.h>
+
+#include "check.h"
+#include "redis_harness.h"
+
+/* CHECK that a lockweave call returned `want`, naming both codes. */
+#define CHECK_RC(expr, want)                                                   \
+    do {                                                                       \
+        int check_rc_ = (expr), check_want_ = (want);                          \
+        if (check_rc_ != check_want_)                                          \
+            CHECK_FAIL_("%s returned %d (%s), expected %d (%s)", #expr,        \
+                        check_rc_, lw_strerror(check_rc_), check_want_,        \
+                        lw_strerror(check_want_));                             \
+    } while (0)
+
+/* Monotonic clock (system-wide, so comparable across processes). */
+int64_t now_us(void);
+int64_t now_ms(void);
+void sleep_ms(int ms);
+
+/* Point lockweave at s (its TCP URL) with short timeouts; CHECKs LW_OK. */
+void use_server(const rh_server *s);
+
+/* Same, with an explicit URL. */
+void use_url(const char *url, int connect_timeout_ms, int command_timeout_ms);
+
+/* Lock options in one expression. */
+lw_lock_opts lock_opts(uint32_t expire_ms, uint32_t wait_ms, int32_t max_renew);
+
+/* lw_lock() on a C string key. */
+int lock_str(lw_guard *g, const char *key, uint32_t expire_ms,
+             uint32_t wait_ms);
+
+/* The lock key lockweave writes for `key` with the default prefix: 1 if it
+ * exists in db 0, 0 if not (CHECK fails on an I/O error). */
+int lock_exists(rh_server *s, const char *key);
+
+/* PTTL of the lock key for `key` (-2: no key). */
+long long lock_pttl(rh_server *s, const char *key);
+
+/* Wait (polling) up to timeout_ms for cond_fn(arg) to become true; returns
+ * the milliseconds it took, or -1 on timeout. */
+int64_t wait_until(int (*cond_fn)(void *), void *arg, int timeout_ms);
+
+#endif
