@@ -1,0 +1,307 @@
+/*
+ * Key templates: "stock:{id}:{o->sku}" becomes straight-line guard calls,
+ *   lw_guard_key_bytes(&g, "stock:", 6);
+ *   lw_guard_key_i64(&g, (int64_t)(id));
+ * so nothing parses a format at run time.  Each {path} is checked here
+ * against the parameter's type: what cannot be printed is a build error.
+ */
+#include "lwgen.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A C string literal for n bytes: printable ASCII as is, the rest octal
+ * (three digits, so a following digit cannot join the escape). */
+static void put_c_string(lw_buf *b, const char *p, size_t n)
+{
+    buf_putc(b, '"');
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (c == '"' || c == '\\')
+            buf_printf(b, "\\%c", c);
+        else if (c == '?') /* no accidental trigraphs */
+            buf_puts(b, "\\?");
+        else if (c >= 0x20 && c < 0x7f)
+            buf_putc(b, (char)c);
+        else
+            buf_printf(b, "\\%03o", c);
+    }
+    buf_putc(b, '"');
+}
+
+typedef struct field_find {
+    const char *name;
+    size_t len;
+    CXType type;
+    int found;
+} field_find;
+
+static enum CXVisitorResult field_visit(CXCursor c, CXClientData d)
+{
+    field_find *f = d;
+    CXString s = clang_getCursorSpelling(c);
+    const char *n = clang_getCString(s);
+    if (n && strlen(n) == f->len && memcmp(n, f->name, f->len) == 0) {
+        f->type = clang_getCursorType(c);
+        f->found = 1;
+    }
+    clang_disposeString(s);
+    return f->found ? CXVisit_Break : CXVisit_Continue;
+}
+
+static char *type_name(CXType t)
+{
+    CXString s = clang_getTypeSpelling(t);
+    char *r = xstrdup(clang_getCString(s));
+    clang_disposeString(s);
+    return r;
+}
+
+static int is_plain_char(enum CXTypeKind k)
+{
+    return k == CXType_Char_S || k == CXType_Char_U;
+}
+
+/* The guard call for one placeholder: expression `expr` of type t. */
+static int emit_value(const lw_annot *a, size_t off, const char *path,
+                      const char *expr, CXType t, const char *g,
+                      const char *indent, lw_buf *out)
+{
+    CXType c = clang_getCanonicalType(t);
+    char *tn = type_name(t);
+    int rc = -1;
+    switch (c.kind) {
+    case CXType_Bool:
+    case CXType_Char_S:
+    case CXType_SChar:
+    case CXType_Short:
+    case CXType_Int:
+    case CXType_Long:
+    case CXType_LongLong:
+    case CXType_Enum:
+        buf_printf(out, "%slw_guard_key_i64(&%s, (int64_t)(%s));\n", indent, g, expr);
+        rc = 0;
+        break;
+    case CXType_Char_U:
+    case CXType_UChar:
+    case CXType_UShort:
+    case CXType_UInt:
+    case CXType_ULong:
+    case CXType_ULongLong:
+        buf_printf(out, "%slw_guard_key_u64(&%s, (uint64_t)(%s));\n", indent, g, expr);
+        rc = 0;
+        break;
+    case CXType_Pointer: {
+        CXType p = clang_getCanonicalType(clang_getPointeeType(c));
+        if (is_plain_char(p.kind)) {
+            buf_printf(out, "%slw_guard_key_str(&%s, %s);\n", indent, g, expr);
+            rc = 0;
+        } else if (p.kind == CXType_Record)
+            diag(LW_DIAG_ERROR, a->src, off,
+                 "'{%s}' is a pointer to a struct ('%s'): name a field, as in "
+                 "'{%s->field}'", path, tn, path);
+        else
+            diag(LW_DIAG_ERROR, a->src, off,
+                 "'{%s}' has type '%s', which cannot be printed in a lock key "
+                 "(integers, enums, bool and char strings can)", path, tn);
+        break;
+    }
+    case CXType_ConstantArray:
+    case CXType_IncompleteArray: {
+        CXType e = clang_getCanonicalType(clang_getArrayElementType(c));
+        if (is_plain_char(e.kind)) {
+            buf_printf(out, "%slw_guard_key_str(&%s, %s);\n", indent, g, expr);
+            rc = 0;
+        } else
+            diag(LW_DIAG_ERROR, a->src, off,
+                 "'{%s}' is an array of type '%s': only char arrays can be "
+                 "printed in a lock key", path, tn);
+        break;
+    }
+    case CXType_Float:
+    case CXType_Double:
+    case CXType_LongDouble:
+    case CXType_Float128:
+    case CXType_Half:
+    case CXType_Float16:
+        diag(LW_DIAG_ERROR, a->src, off,
+             "'{%s}' is floating point ('%s'): its text is not a stable lock "
+             "key; convert it to an integer parameter", path, tn);
+        break;
+    case CXType_Record:
+        diag(LW_DIAG_ERROR, a->src, off,
+             "'{%s}' is a struct or union ('%s') and cannot be printed: name "
+             "a field, as in '{%s.field}'", path, tn, path);
+        break;
+    default:
+        diag(LW_DIAG_ERROR, a->src, off,
+             "'{%s}' has type '%s', which cannot be printed in a lock key "
+             "(integers, enums, bool and char strings can)", path, tn);
+        break;
+    }
+    free(tn);
+    return rc;
+}
+
+/* One placeholder body p[0..n): name(.field|->field)*. */
+static int compile_field(const lw_annot *a, size_t at, const char *fname,
+                         const lw_param *params, int nparams, const char *p,
+                         size_t n, const char *g, const char *indent,
+                         lw_buf *out)
+{
+    size_t off = annot_key_off(a, at);
+    size_t i = 0;
+    char *path = xstrndup(p, n);
+    lw_buf expr = {0};
+    int rc = -1;
+
+    while (i < n && (isalnum((unsigned char)p[i]) || p[i] == '_'))
+        i++;
+    if (i == 0 || isdigit((unsigned char)p[0])) {
+        diag(LW_DIAG_ERROR, a->src, off,
+             "'{%s}' in the key is not a parameter name (write '{{' for a "
+             "literal brace)", path);
+        goto cleanup;
+    }
+    const lw_param *prm = NULL;
+    int unnamed = 0;
+    for (int k = 0; k < nparams; k++) {
+        if (!params[k].name)
+            unnamed++;
+        else if (strlen(params[k].name) == i && memcmp(params[k].name, p, i) == 0)
+            prm = &params[k];
+    }
+    if (!prm) {
+        diag(LW_DIAG_ERROR, a->src, off,
+             "'%.*s' in the key is not a parameter of '%s'%s", (int)i, p, fname,
+             unnamed ? " (unnamed parameters cannot be used in the key)" : "");
+        goto cleanup;
+    }
+    buf_puts(&expr, prm->use);
+    CXType t = prm->type;
+    while (i < n) {
+        int arrow = 0;
+        if (p[i] == '.')
+            i++;
+        else if (p[i] == '-' && i + 1 < n && p[i + 1] == '>') {
+            arrow = 1;
+            i += 2;
+        } else {
+            diag(LW_DIAG_ERROR, a->src, annot_key_off(a, at + 1 + i),
+                 "unexpected '%c' in '{%s}': a placeholder is a parameter name, "
+                 "optionally followed by .field or ->field", p[i], path);
+            goto cleanup;
+        }
+        size_t fb = i;
+        while (i < n && (isalnum((unsigned char)p[i]) || p[i] == '_'))
+            i++;
+        if (i == fb) {
+            diag(LW_DIAG_ERROR, a->src, annot_key_off(a, at + 1 + fb),
+                 "expected a field name in '{%s}'", path);
+            goto cleanup;
+        }
+        CXType c = clang_getCanonicalType(t);
+        if (arrow) {
+            if (c.kind != CXType_Pointer ||
+                clang_getCanonicalType(clang_getPointeeType(c)).kind != CXType_Record) {
+                char *tn = type_name(t);
+                diag(LW_DIAG_ERROR, a->src, annot_key_off(a, at + 1 + fb - 2),
+                     "'->' in '{%s}' needs a pointer to a struct, but '%.*s' "
+                     "has type '%s'%s", path, (int)(fb - 2), p, tn,
+                     c.kind == CXType_Record ? " (use '.')" : "");
+                free(tn);
+                goto cleanup;
+            }
+            c = clang_getCanonicalType(clang_getPointeeType(c));
+        } else if (c.kind != CXType_Record) {
+            char *tn = type_name(t);
+            diag(LW_DIAG_ERROR, a->src, annot_key_off(a, at + 1 + fb - 1),
+                 "'.' in '{%s}' needs a struct, but '%.*s' has type '%s'%s", path,
+                 (int)(fb - 1), p, tn,
+                 c.kind == CXType_Pointer ? " (use '->')" : "");
+            free(tn);
+            goto cleanup;
+        }
+        field_find ff = {p + fb, i - fb, {0}, 0};
+        clang_Type_visitFields(c, field_visit, &ff);
+        if (!ff.found) {
+            char *tn = type_name(c);
+            diag(LW_DIAG_ERROR, a->src, annot_key_off(a, at + 1 + fb),
+                 "'%s' has no field named '%.*s'", tn, (int)(i - fb), p + fb);
+            free(tn);
+            goto cleanup;
+        }
+        buf_puts(&expr, arrow ? "->" : ".");
+        buf_put(&expr, p + fb, i - fb);
+        t = ff.type;
+    }
+    rc = emit_value(a, off, path, expr.p, t, g, indent, out);
+cleanup:
+    free(path);
+    buf_free(&expr);
+    return rc;
+}
+
+int keytmpl_compile(const lw_annot *a, const char *fname,
+                    const lw_param *params, int nparams, const char *g,
+                    const char *indent, lw_buf *out)
+{
+    const char *k = a->key;
+    size_t n = a->keylen, i = 0;
+    lw_buf lit = {0};
+    int rc = 0;
+
+    if (n == 0) {
+        diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, 0), "the lock key is empty");
+        return -1;
+    }
+    while (i < n) {
+        if (k[i] == '{' && i + 1 < n && k[i + 1] == '{') {
+            buf_putc(&lit, '{');
+            i += 2;
+        } else if (k[i] == '}' && i + 1 < n && k[i + 1] == '}') {
+            buf_putc(&lit, '}');
+            i += 2;
+        } else if (k[i] == '}') {
+            diag(LW_DIAG_ERROR, a->src, annot_key_off(a, i),
+                 "unmatched '}' in the key (write '}}' for a literal brace)");
+            rc = -1;
+            i++;
+        } else if (k[i] == '{') {
+            size_t e = i + 1;
+            while (e < n && k[e] != '}' && k[e] != '{')
+                e++;
+            if (e >= n || k[e] != '}') {
+                diag(LW_DIAG_ERROR, a->src, annot_key_off(a, i),
+                     "unterminated '{' in the key (write '{{' for a literal "
+                     "brace)");
+                rc = -1;
+                i = e;
+                continue;
+            }
+            if (lit.len) {
+                buf_printf(out, "%slw_guard_key_bytes(&%s, ", indent, g);
+                put_c_string(out, lit.p, lit.len);
+                buf_printf(out, ", %zu);\n", lit.len);
+                lit.len = 0;
+            }
+            if (e == i + 1) {
+                diag(LW_DIAG_ERROR, a->src, annot_key_off(a, i),
+                     "empty '{}' in the key (write '{{}}' for literal braces)");
+                rc = -1;
+            } else if (compile_field(a, i, fname, params, nparams, k + i + 1,
+                                     e - i - 1, g, indent, out) != 0)
+                rc = -1;
+            i = e + 1;
+        } else
+            buf_putc(&lit, k[i++]);
+    }
+    if (lit.len) {
+        buf_printf(out, "%slw_guard_key_bytes(&%s, ", indent, g);
+        put_c_string(out, lit.p, lit.len);
+        buf_printf(out, ", %zu);\n", lit.len);
+    }
+    buf_free(&lit);
+    return rc;
+}

@@ -1,0 +1,180 @@
+/*
+ * lockweave-gen internals: the pieces main.c wires together.
+ *
+ *   args.c     command line, compile_commands.json, flag filtering
+ *   buf.c      growable byte buffer, file read / write-if-changed
+ *   diag.c     compiler-style diagnostics with source line and caret
+ *   prescan.c  the no-parse test: does the file or a header mention REDIS_LOCK
+ *   annot.c    the REDIS_LOCK argument grammar (key, durations, options)
+ *   keytmpl.c  key template -> guard calls, checked against parameter types
+ *   decl.c     C declarator printing from libclang types
+ *   scan.c     the libclang parse and AST walk
+ *   weave.c    the woven output text
+ *   depfile.c  make-style dependency file
+ */
+#ifndef LWGEN_H
+#define LWGEN_H
+
+#include <clang-c/Index.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- buf.c ------------------------------------------------------------ */
+
+typedef struct lw_buf {
+    char *p; /* NUL-terminated when len > 0 or after any append */
+    size_t len, cap;
+} lw_buf;
+
+void buf_put(lw_buf *b, const void *p, size_t n);
+void buf_puts(lw_buf *b, const char *s);
+void buf_putc(lw_buf *b, char c);
+void buf_printf(lw_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void buf_free(lw_buf *b);
+/* Take ownership of the bytes (never NULL). */
+char *buf_take(lw_buf *b);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+void *xmalloc(size_t n);
+void *xrealloc(void *p, size_t n);
+
+/* Whole file into *out (NUL-terminated).  0 or -1 with errno. */
+int file_read(const char *path, lw_buf *out);
+/* Replace path with data unless it already holds exactly that; touch: update
+ * the modification time even when unchanged.  0 or -1 with errno. */
+int file_write_if_changed(const char *path, const char *data, size_t n,
+                          int touch);
+/* Absolute form of path (no symlink resolution needed, just cwd-joined and
+ * with "." / ".." segments folded).  Caller frees. */
+char *path_absolute(const char *path);
+
+/* ---- diag.c ----------------------------------------------------------- */
+
+/* A file's text as diagnostics see it. */
+typedef struct lw_src {
+    const char *name;
+    const char *text;
+    size_t len;
+} lw_src;
+
+enum { LW_DIAG_ERROR, LW_DIAG_WARNING, LW_DIAG_NOTE };
+
+/* Print "name:line:col: error: msg", the source line and a caret at byte
+ * offset off of src (src NULL: just "lockweave-gen: error: msg"). */
+void diag(int kind, const lw_src *src, size_t off, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void vdiag(int kind, const lw_src *src, size_t off, const char *fmt,
+           va_list ap);
+/* Errors reported so far. */
+int diag_errors(void);
+
+/* ---- annot.c ---------------------------------------------------------- */
+
+#define LW_ANNOT_PREFIX "lockweave:REDIS_LOCK:"
+
+typedef struct lw_annot {
+    char *text;        /* the expanded argument text */
+    const lw_src *src; /* file holding the REDIS_LOCK token */
+    size_t at;         /* its offset */
+
+    /* Raw source positions of the written arguments, used when the written
+     * and expanded argument counts agree (no argument macro produced a
+     * comma); otherwise every position falls back to `at`. */
+    size_t raw_off[32];
+    int nraw;
+    int raw_ok;
+    /* For each decoded key byte, its offset in src (NULL when the key was
+     * not written as a plain string literal, e.g. it came from a macro). */
+    size_t *keymap;
+
+    /* Parsed values. */
+    char *key;
+    size_t keylen;
+    uint32_t expire_ms, wait_ms;
+    int32_t max_renew;
+    char *on_fail, *skip_if;
+    int has_on_fail;
+} lw_annot;
+
+/* Parse a->text (set text/src/at first).  Reports problems through diag();
+ * returns 0 when the annotation is usable. */
+int annot_parse(lw_annot *a);
+/* Offset in a->src for expanded argument i (fallback: a->at). */
+size_t annot_arg_off(const lw_annot *a, int i);
+/* Offset in a->src for key byte i (fallback: the key argument). */
+size_t annot_key_off(const lw_annot *a, size_t i);
+void annot_free(lw_annot *a);
+
+/* ---- decl.c ----------------------------------------------------------- */
+
+/* Append a C declaration of `name` ("" for an abstract declarator, as in a
+ * cast) with type t.  Returns 0, or -1 for a type that cannot be written
+ * back as source (anonymous struct, variable-length array). */
+int decl_print(lw_buf *b, CXType t, const char *name);
+/* The declarator of function type fn named `name` with parameter names
+ * pnames (one per parameter), e.g. "int (*name(int a))(void)". */
+int decl_print_fn(lw_buf *b, CXType fn, const char *name,
+                  const char *const *pnames);
+
+/* ---- keytmpl.c -------------------------------------------------------- */
+
+typedef struct lw_param {
+    char *name; /* as written; NULL when unnamed */
+    char *use;  /* name used by the wrapper (written or lw__pN) */
+    CXType type;
+} lw_param;
+
+/* Compile a->key against the parameters into C statements appending to the
+ * guard named `g` (one statement per line, each prefixed by indent).
+ * Reports errors through diag(); returns 0 when the key compiled. */
+int keytmpl_compile(const lw_annot *a, const char *fname,
+                    const lw_param *params, int nparams, const char *g,
+                    const char *indent, lw_buf *out);
+
+/* ---- scan.c / weave.c ------------------------------------------------- */
+
+/* One annotated definition to weave, everything already as text. */
+typedef struct lw_func {
+    char *name;
+    size_t name_off;   /* offset of the definition's name token */
+    size_t insert_off; /* where the prototypes go (start of the definition) */
+    char *protos;      /* "static int f(int); static int lw__f_body(int); " */
+    char *wrapper;     /* the full wrapper definition, several lines */
+    char *body_name;
+} lw_func;
+
+typedef struct lw_scan {
+    const char *input;  /* absolute path of the input */
+    lw_src main;        /* its text */
+    lw_func *funcs;
+    int nfuncs;
+    char **deps; /* files the parse read (for the depfile) */
+    int ndeps;
+} lw_scan;
+
+/* Parse and collect.  args: compiler flags.  Returns 0, or -1 after
+ * reporting errors. */
+int scan_file(lw_scan *s, const char *const *args, int nargs);
+void scan_free(lw_scan *s);
+
+/* Build the woven text of s into out. */
+void weave(const lw_scan *s, const char *output_abs, lw_buf *out);
+/* The output for a file without REDIS_LOCK. */
+void weave_passthrough(const char *input_abs, lw_buf *out);
+
+/* ---- depfile.c -------------------------------------------------------- */
+
+int depfile_write(const char *path, const char *target,
+                  const char *const *deps, int ndeps);
+
+/* Version of this generator (the project version). */
+#ifndef LW_GEN_VERSION
+#define LW_GEN_VERSION "0.0.0"
+#endif
+#ifndef LW_GEN_VERSION_NUM
+#define LW_GEN_VERSION_NUM 0
+#endif
+
+#endif /* LWGEN_H */

@@ -1,0 +1,1 @@
+#define APP_TTL 3s
