@@ -1,0 +1,31 @@
+/*
+ * The inventory service's core: what a deduction returns, and the two ways to
+ * run it (guarded by the Redis lock, or not, to show the race).
+ */
+#ifndef INV_INVENTORY_H
+#define INV_INVENTORY_H
+
+#include <stdint.h>
+
+struct inv_store;
+
+/* deduct() results: >= 0 is the remaining stock; the rest are negative so a
+ * caller tells them apart with one comparison. */
+enum {
+    INV_INSUFFICIENT = -1, /* less stock than asked for: nothing written */
+    INV_NOT_FOUND = -2,    /* no such SKU */
+    INV_STORE_ERROR = -3,  /* the database failed */
+    INV_LOCK_FAILED = -4,  /* the lock was not had: the body did not run */
+};
+
+/* Deduct qty units of sku: read the stock, check it, spend work_ms of
+ * "business work", write the new stock.  Guarded cluster-wide by the Redis
+ * lock "lock:stock:{sku}"; INV_LOCK_FAILED (and lw_last_error() says why)
+ * when the lock could not be had. */
+int deduct(const char *sku, int qty, struct inv_store *store, int work_ms);
+
+/* The same body with no lock at all: what --no-lock runs. */
+int deduct_unguarded(const char *sku, int qty, struct inv_store *store,
+                     int work_ms);
+
+#endif /* INV_INVENTORY_H */
