@@ -9,31 +9,16 @@
 # (exactly 1000 sold, stock 0).  Prints both side by side, then stops
 # everything it started, by PID.
 #
-# Environment: LW_DEMO_BUILD_DIR (default ./build-demo).
+# Environment: LW_DEMO_BUILD_DIR (default ./build/demo).
 set -euo pipefail
 cd "$(dirname "$0")"
 root=$PWD
-build=${LW_DEMO_BUILD_DIR:-$root/build-demo}
+build=${LW_DEMO_BUILD_DIR:-$root/build/demo}
 
-# ---- 1. packages: install only what is missing; apt-get update only if the
-#         install cannot find them (a fresh image has no package lists).
-packages=(cmake ninja-build gcc clang-14 libclang-dev libhiredis-dev
-          redis-server pkg-config libmicrohttpd-dev libsqlite3-dev)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \
-    || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  sudo=()
-  if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
-  echo "demo: installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  if ! "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"; then
-    "${sudo[@]}" apt-get update
-    "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
-  fi
-fi
+# ---- 1. packages: the same helper as ./test.sh (installs only what is
+#         missing; apt-get update once, only then).
+.ci/ensure-packages.sh cmake ninja-build gcc clang-14 libclang-dev \
+  libhiredis-dev redis-server pkg-config libmicrohttpd-dev libsqlite3-dev
 
 # ---- 2. build: only what the demo runs.
 echo "demo: building (Release) in ${build#$root/}"
@@ -43,8 +28,8 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   >"$build/demo-configure.log" 2>&1 \
   || { cat "$build/demo-configure.log"; exit 1; }
 cmake --build "$build" --target inventory-service inventory-load lw_with_redis \
-  | grep -v '^\[' || true
-test -x "$build/samples/inventory/inventory-service" || { echo "demo: build failed" >&2; exit 1; }
+  >"$build/demo-build.log" 2>&1 \
+  || { cat "$build/demo-build.log"; echo "demo: build failed" >&2; exit 1; }
 
 # ---- 3. run: lw_with_redis starts a private redis-server on a free loopback
 #         port, runs the demo with LOCKWEAVE_REDIS_URL pointing at it, and

@@ -33,9 +33,13 @@ build_and_test() {
 build_and_test build/test -DCMAKE_BUILD_TYPE=RelWithDebInfo --
 
 if [[ ${CI:-} == true ]]; then
-  # The install test is left out: its consumer projects are not built with
-  # the sanitizers the installed library would need.
+  # Left out: the install test (its consumer projects are not built with the
+  # sanitizers the installed library would need), and runtime_fork: ASan's
+  # allocator (GCC 12 and clang 14 alike) is not fork-safe — a child forked
+  # while another thread is inside malloc deadlocks on the allocator's lock
+  # in its first allocation, which glibc's malloc prevents with its own
+  # atfork handlers.  runtime_fork runs in the normal build above.
   build_and_test build/sanitize -DCMAKE_BUILD_TYPE=Debug \
-    -DLW_SANITIZE=address,undefined -- -LE install
+    -DLW_SANITIZE=address,undefined -- -LE install -E '^runtime_fork$'
 fi
 echo "== all tests passed"

@@ -5,10 +5,10 @@
 #include <stddef.h>
 
 struct inv_buf {
-    char *p;     /* NUL-terminated; NULL until the first append */
+    char *p; /* NUL-terminated; NULL until the first append */
     size_t len;
     size_t cap;
-    int oom;     /* an append failed: the text is incomplete */
+    int oom; /* an append failed: the text is incomplete */
 };
 
 /* Append formatted text (printf).  On allocation failure sets oom and keeps

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BODY_MAX 4096         /* requests are tiny; more is a client error */
+#define BODY_MAX         4096 /* requests are tiny; more is a client error */
 #define CONNECTION_LIMIT 1024 /* one thread each */
-#define IDLE_TIMEOUT_S 60     /* keep-alive connections idle longer close */
+#define IDLE_TIMEOUT_S   60   /* keep-alive connections idle longer close */
 
 struct inv_http {
     struct MHD_Daemon *d;
@@ -109,8 +109,8 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
     *con_cls = NULL;
 }
 
-struct inv_http *inv_http_start(const struct inv_service *svc,
-                                const char *addr, int port)
+struct inv_http *inv_http_start(const struct inv_service *svc, const char *addr,
+                                int port)
 {
     struct sockaddr_in sa;
     memset(&sa, 0, sizeof sa);

@@ -8,8 +8,8 @@ struct inv_http;
 
 /* Listen on addr:port (IPv4 dotted; port 0 picks a free one).  NULL on
  * failure (printed).  svc must outlive the server. */
-struct inv_http *inv_http_start(const struct inv_service *svc,
-                                const char *addr, int port);
+struct inv_http *inv_http_start(const struct inv_service *svc, const char *addr,
+                                int port);
 
 /* The port actually bound. */
 int inv_http_port(const struct inv_http *h);

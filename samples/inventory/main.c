@@ -22,17 +22,18 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: inventory-service [options]\n"
-            "  --port N        TCP port (default 8080; 0 picks a free one)\n"
-            "  --bind ADDR     IPv4 address to listen on (default 127.0.0.1)\n"
-            "  --db PATH       SQLite file shared by all instances "
-            "(default inventory.db)\n"
-            "  --work-ms N     \"business work\" inside deduct() (default %d)\n"
-            "  --no-lock       deduct without the Redis lock, to show the race\n"
-            "  --port-file F   write the bound port to F once listening\n"
-            "Redis: $LOCKWEAVE_REDIS_URL (default redis://127.0.0.1:6379)\n",
-            WORK_MS_DEFAULT);
+    fprintf(
+        f,
+        "usage: inventory-service [options]\n"
+        "  --port N        TCP port (default 8080; 0 picks a free one)\n"
+        "  --bind ADDR     IPv4 address to listen on (default 127.0.0.1)\n"
+        "  --db PATH       SQLite file shared by all instances "
+        "(default inventory.db)\n"
+        "  --work-ms N     \"business work\" inside deduct() (default %d)\n"
+        "  --no-lock       deduct without the Redis lock, to show the race\n"
+        "  --port-file F   write the bound port to F once listening\n"
+        "Redis: $LOCKWEAVE_REDIS_URL (default redis://127.0.0.1:6379)\n",
+        WORK_MS_DEFAULT);
 }
 
 struct options {
@@ -60,8 +61,10 @@ static int parse_args(int argc, char **argv, struct options *o)
             exit(0);
         }
         if (!val) {
-            fprintf(stderr, "inventory-service: %s needs a value (or is "
-                            "unknown)\n", a);
+            fprintf(stderr,
+                    "inventory-service: %s needs a value (or is "
+                    "unknown)\n",
+                    a);
             return -1;
         }
         i++;
@@ -113,8 +116,8 @@ static int write_port_file(const char *path, int port)
 
 int main(int argc, char **argv)
 {
-    struct options o = {8080, "127.0.0.1", "inventory.db", NULL,
-                        WORK_MS_DEFAULT, 1};
+    struct options o = {8080, "127.0.0.1",     "inventory.db",
+                        NULL, WORK_MS_DEFAULT, 1};
     if (parse_args(argc, argv, &o) != 0) {
         usage(stderr);
         return 2;

@@ -11,8 +11,8 @@ static atomic_uint_fast64_t outcome_count[INV_OUT_COUNT];
 static atomic_uint_fast64_t deduct_us_sum;
 
 static const char *const outcome_name[INV_OUT_COUNT] = {
-    "ok", "insufficient", "not_found", "lock_failed", "lock_lost",
-    "store_error",
+    "ok",          "insufficient", "not_found",
+    "lock_failed", "lock_lost",    "store_error",
 };
 
 void inv_metrics_status(int http_status)
@@ -57,13 +57,14 @@ void inv_metrics_render(struct inv_buf *b, int guarded)
             "Acquisitions that gave up waiting.", st.timed_out);
     counter(b, "lockweave_leases_renewed_total", "Watchdog renewals.",
             st.renewed);
-    counter(b, "lockweave_locks_lost_total",
-            "Leases lost while the body ran.", st.lost);
+    counter(b, "lockweave_locks_lost_total", "Leases lost while the body ran.",
+            st.lost);
     counter(b, "lockweave_redis_errors_total", "Failed Redis round trips.",
             st.redis_errors);
-    inv_buf_printf(b, "# HELP lockweave_wait_seconds_total Time spent waiting "
-                      "for busy locks.\n# TYPE lockweave_wait_seconds_total "
-                      "counter\nlockweave_wait_seconds_total %.6f\n",
+    inv_buf_printf(b,
+                   "# HELP lockweave_wait_seconds_total Time spent waiting "
+                   "for busy locks.\n# TYPE lockweave_wait_seconds_total "
+                   "counter\nlockweave_wait_seconds_total %.6f\n",
                    st.wait_total_us / 1e6);
     gauge(b, "lockweave_wait_max_seconds", "Longest single wait.",
           st.wait_max_us / 1e6);
@@ -76,11 +77,12 @@ void inv_metrics_render(struct inv_buf *b, int guarded)
                       "status code.\n# TYPE inventory_http_responses_total "
                       "counter\n");
     for (int code = 100; code < 600; code++) {
-        uint64_t v = atomic_load_explicit(&status_count[code],
-                                          memory_order_relaxed);
+        uint64_t v =
+            atomic_load_explicit(&status_count[code], memory_order_relaxed);
         if (v)
-            inv_buf_printf(b, "inventory_http_responses_total{code=\"%d\"} "
-                              "%llu\n",
+            inv_buf_printf(b,
+                           "inventory_http_responses_total{code=\"%d\"} "
+                           "%llu\n",
                            code, (unsigned long long)v);
     }
     inv_buf_printf(b, "# HELP inventory_deductions_total Deductions by "
@@ -90,10 +92,11 @@ void inv_metrics_render(struct inv_buf *b, int guarded)
                        outcome_name[o],
                        (unsigned long long)atomic_load_explicit(
                            &outcome_count[o], memory_order_relaxed));
-    inv_buf_printf(b, "# HELP inventory_deduct_seconds_total Time spent in "
-                      "deduct(), lock wait included.\n# TYPE "
-                      "inventory_deduct_seconds_total counter\n"
-                      "inventory_deduct_seconds_total %.6f\n",
+    inv_buf_printf(b,
+                   "# HELP inventory_deduct_seconds_total Time spent in "
+                   "deduct(), lock wait included.\n# TYPE "
+                   "inventory_deduct_seconds_total counter\n"
+                   "inventory_deduct_seconds_total %.6f\n",
                    atomic_load_explicit(&deduct_us_sum, memory_order_relaxed) /
                        1e6);
 }

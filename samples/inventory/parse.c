@@ -33,8 +33,8 @@ int inv_parse_qty(const char *s, long min, long max, long *out, char *err,
     errno = 0;
     long v = strtol(s, NULL, 10);
     if (errno == ERANGE || v < min || v > max) {
-        snprintf(err, errlen, "qty must be between %ld and %ld, got %.32s",
-                 min, max, s);
+        snprintf(err, errlen, "qty must be between %ld and %ld, got %.32s", min,
+                 max, s);
         return -1;
     }
     *out = v;
@@ -93,7 +93,8 @@ int inv_json_qty(const char *body, size_t len, long min, long max, long *out,
         goto bad;
     return 0;
 bad:
-    snprintf(err, errlen, "request body is not valid JSON of the form "
-                          "{\"qty\": N}");
+    snprintf(err, errlen,
+             "request body is not valid JSON of the form "
+             "{\"qty\": N}");
     return -1;
 }

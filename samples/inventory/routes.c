@@ -25,9 +25,9 @@
 #include <string.h>
 #include <time.h>
 
-#define STOCK_PREFIX "/stock/"
+#define STOCK_PREFIX  "/stock/"
 #define DEDUCT_SUFFIX "/deduct"
-#define DEDUCT_MAX 1000000 /* one order; larger is surely a client bug */
+#define DEDUCT_MAX    1000000 /* one order; larger is surely a client bug */
 
 void inv_reply_error(struct inv_reply *rep, int status, const char *msg)
 {
@@ -119,8 +119,9 @@ static void post_deduct(const struct inv_service *svc, const char *sku,
 
     if (rc >= 0) {
         rep->status = 200;
-        inv_buf_printf(&rep->body, "{\"sku\":\"%s\",\"deducted\":%ld,"
-                                   "\"stock\":%d",
+        inv_buf_printf(&rep->body,
+                       "{\"sku\":\"%s\",\"deducted\":%ld,"
+                       "\"stock\":%d",
                        sku, qty, rc);
         if (lw_rc != LW_OK) {
             /* The write happened, but another caller may have run beside
@@ -180,8 +181,9 @@ static void stock_routes(const struct inv_service *svc,
         return;
     }
     if (!inv_sku_valid(sku, sku_len)) {
-        inv_reply_error(rep, 400, "bad sku: 1 to 64 characters of "
-                                  "A-Z a-z 0-9 _ -");
+        inv_reply_error(rep, 400,
+                        "bad sku: 1 to 64 characters of "
+                        "A-Z a-z 0-9 _ -");
         return;
     }
     char skubuf[INV_SKU_MAX + 1];

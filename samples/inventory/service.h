@@ -17,9 +17,9 @@ struct inv_service {
 
 struct inv_request {
     const char *method;
-    const char *path;     /* without the query string */
-    const char *qty;      /* ?qty=..., NULL when absent */
-    const char *body;     /* NULL or body_len bytes, not NUL-terminated */
+    const char *path; /* without the query string */
+    const char *qty;  /* ?qty=..., NULL when absent */
+    const char *body; /* NULL or body_len bytes, not NUL-terminated */
     size_t body_len;
 };
 

@@ -17,7 +17,8 @@
 #include <string.h>
 
 #define BUSY_TIMEOUT_MS 10000
-#define POOL_MAX 64 /* idle connections kept; more are closed when returned */
+#define SETUP_RETRY_MS  20
+#define POOL_MAX        64 /* idle connections kept; more are closed when returned */
 
 struct conn {
     sqlite3 *db;
@@ -43,14 +44,29 @@ static void conn_close(struct conn *c)
     free(c);
 }
 
+/*
+ * Run a set-up statement, retrying while another process holds the lock it
+ * needs.  Switching to WAL takes an exclusive lock and SQLite answers
+ * SQLITE_BUSY at once there, without the busy handler: several instances
+ * opening a fresh database together would otherwise fail at random.
+ */
 static int exec_sql(sqlite3 *db, const char *sql, char *err, size_t errlen)
 {
-    char *msg = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK)
-        return 0;
-    snprintf(err, errlen, "%s: %s", sql, msg ? msg : sqlite3_errmsg(db));
-    sqlite3_free(msg);
-    return -1;
+    for (int waited = 0;; waited += SETUP_RETRY_MS) {
+        char *msg = NULL;
+        int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+        if (rc == SQLITE_OK)
+            return 0;
+        int busy = rc == SQLITE_BUSY || rc == SQLITE_LOCKED;
+        if (!busy || waited >= BUSY_TIMEOUT_MS) {
+            snprintf(err, errlen, "%s: %s", sql,
+                     msg ? msg : sqlite3_errmsg(db));
+            sqlite3_free(msg);
+            return -1;
+        }
+        sqlite3_free(msg);
+        sqlite3_sleep(SETUP_RETRY_MS);
+    }
 }
 
 static struct conn *conn_open(const char *path, char *err, size_t errlen)
@@ -60,10 +76,9 @@ static struct conn *conn_open(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    int rc = sqlite3_open_v2(path, &c->db,
-                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                                 SQLITE_OPEN_NOMUTEX,
-                             NULL);
+    int rc = sqlite3_open_v2(
+        path, &c->db,
+        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
         snprintf(err, errlen, "%s: %s", path,
                  c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));

@@ -9,13 +9,13 @@
 #include <stddef.h>
 
 struct httpc {
-    int fd;           /* -1 until the first request */
+    int fd; /* -1 until the first request */
     char host[64];
     int port;
-    int timeout_ms;   /* per send/receive */
-    char *buf;        /* received bytes: headers, then body */
+    int timeout_ms; /* per send/receive */
+    char *buf;      /* received bytes: headers, then body */
     size_t len, cap;
-    char err[160];    /* why the last request failed */
+    char err[160]; /* why the last request failed */
 };
 
 struct httpc_resp {
@@ -36,7 +36,6 @@ int httpc_request(struct httpc *c, const char *method, const char *target,
 void httpc_close(struct httpc *c);
 
 /* Parse "host:port" into host (size hostlen) and *port.  0 or -1. */
-int httpc_parse_hostport(const char *s, char *host, size_t hostlen,
-                         int *port);
+int httpc_parse_hostport(const char *s, char *host, size_t hostlen, int *port);
 
 #endif /* INV_HTTPC_H */

@@ -31,8 +31,8 @@
 #include <unistd.h>
 
 #define MAX_INSTANCES 64
-#define MAX_SKUS 64
-#define MAX_THREADS 1024
+#define MAX_SKUS      64
+#define MAX_THREADS   1024
 
 struct instance {
     char host[64];
@@ -145,15 +145,15 @@ static int stock_call(const struct run *r, const char *sku, long long set,
     int ret = -1;
     if (httpc_request(&c, set >= 0 ? "PUT" : "GET", target, NULL, 0, &resp) !=
         0) {
-        fprintf(stderr, "inventory-load: %s %s: %s\n",
-                set >= 0 ? "PUT" : "GET", target, c.err);
+        fprintf(stderr, "inventory-load: %s %s: %s\n", set >= 0 ? "PUT" : "GET",
+                target, c.err);
         goto cleanup;
     }
     const char *p = strstr(resp.body, "\"stock\":");
     if (resp.status != 200 || !p ||
         sscanf(p + strlen("\"stock\":"), "%lld", out) != 1) {
-        fprintf(stderr, "inventory-load: %s: HTTP %d %s\n", target,
-                resp.status, resp.body);
+        fprintf(stderr, "inventory-load: %s: HTTP %d %s\n", target, resp.status,
+                resp.body);
         goto cleanup;
     }
     ret = 0;
@@ -164,18 +164,17 @@ cleanup:
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: inventory-load --instances HOST:PORT[,HOST:PORT...] "
-            "[options]\n"
-            "  --requests N     deductions to send (default 2000)\n"
-            "  --concurrency N  client threads (default 32)\n"
-            "  --skus A[,B...]  SKUs, used in turn (default demo)\n"
-            "  --qty N          units per deduction (default 1)\n"
-            "  --seed N         set each SKU's stock to N first "
-            "(default: keep it)\n"
-            "  --label TEXT     name of the run in the SUMMARY line\n"
-            "  --check          exit 3 unless oversold = 0, no lost update "
-            "and no error\n");
+    fprintf(f, "usage: inventory-load --instances HOST:PORT[,HOST:PORT...] "
+               "[options]\n"
+               "  --requests N     deductions to send (default 2000)\n"
+               "  --concurrency N  client threads (default 32)\n"
+               "  --skus A[,B...]  SKUs, used in turn (default demo)\n"
+               "  --qty N          units per deduction (default 1)\n"
+               "  --seed N         set each SKU's stock to N first "
+               "(default: keep it)\n"
+               "  --label TEXT     name of the run in the SUMMARY line\n"
+               "  --check          exit 3 unless oversold = 0, no lost update "
+               "and no error\n");
 }
 
 static long num_arg(const char *opt, const char *v, long min, long max)
@@ -237,8 +236,10 @@ static void parse_args(int argc, char **argv, struct run *r)
         else if (strcmp(a, "--seed") == 0)
             r->seed = num_arg(a, v, 0, 1000000000);
         else {
-            fprintf(stderr, "inventory-load: unknown option or missing "
-                            "value: %s\n", a);
+            fprintf(stderr,
+                    "inventory-load: unknown option or missing "
+                    "value: %s\n",
+                    a);
             usage(stderr);
             exit(2);
         }
@@ -278,8 +279,7 @@ static void progress(struct run *r, uint64_t t0, int last)
     double s = (now_us() - t0) / 1e6;
     fprintf(stderr,
             "%s[load] %ld/%ld  200:%ld 409:%ld 503:%ld other:%ld  %.0f req/s%s",
-            tty ? "\r" : "",
-            done, r->requests, atomic_load(&r->ok),
+            tty ? "\r" : "", done, r->requests, atomic_load(&r->ok),
             atomic_load(&r->insufficient), atomic_load(&r->lock_failed),
             atomic_load(&r->other), s > 0 ? done / s : 0.0,
             tty && !last ? "" : "\n");
@@ -298,8 +298,8 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     for (int i = 0; i < r.nsku; i++) {
-        if (r.seed >= 0 && stock_call(&r, r.sku[i].name, r.seed,
-                                      &r.sku[i].initial) != 0)
+        if (r.seed >= 0 &&
+            stock_call(&r, r.sku[i].name, r.seed, &r.sku[i].initial) != 0)
             return 1;
         if (stock_call(&r, r.sku[i].name, -1, &r.sku[i].initial) != 0)
             return 1;

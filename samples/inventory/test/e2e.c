@@ -31,10 +31,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#define INSTANCES 3
+#define INSTANCES     3
 #define LOAD_REQUESTS "300"
-#define LOAD_SEED 200
-#define LOAD_CLIENTS "16"
+#define LOAD_SEED     200
+#define LOAD_CLIENTS  "16"
 
 static rh_server redis;
 static struct svc_proc svc[INSTANCES];
@@ -56,14 +56,14 @@ static void stop_all(void)
 }
 
 /* One request to instance i; returns the status, body copied to out. */
-static int call(int i, const char *method, const char *target,
-                const char *body, char *out, size_t outlen)
+static int call(int i, const char *method, const char *target, const char *body,
+                char *out, size_t outlen)
 {
     struct httpc c;
     struct httpc_resp r;
     httpc_init(&c, "127.0.0.1", svc[i].port, 15000);
-    int rc = httpc_request(&c, method, target, body, body ? strlen(body) : 0,
-                           &r);
+    int rc =
+        httpc_request(&c, method, target, body, body ? strlen(body) : 0, &r);
     CHECK_MSG(rc == 0, "%s %s: %s", method, target, c.err);
     snprintf(out, outlen, "%s", r.body);
     int status = r.status;
@@ -83,8 +83,8 @@ static void expect(int i, const char *method, const char *target,
               "%s %s: body is not a JSON object: %s", method, target, out);
     CHECK_MSG(!want_in_body || strstr(out, want_in_body),
               "%s %s: body lacks %s: %s", method, target, want_in_body, out);
-    printf("ok  %-6s %-40.40s %s-> %d\n", method, target,
-           body ? "(body) " : "", got);
+    printf("ok  %-6s %-40.40s %s-> %d\n", method, target, body ? "(body) " : "",
+           got);
 }
 
 static long long stock_of(int i, const char *sku)
@@ -131,8 +131,7 @@ static void error_cases(void)
     expect(0, "POST", "/stock/e2e-a/deduct", "{\"qty\":\"1\"}", 400, "qty");
     expect(0, "POST", "/stock/e2e-a/deduct", "{\"count\":1}", 400,
            "unknown field");
-    expect(0, "POST", "/stock/e2e-a/deduct?qty=1", "{\"qty\":1}", 400,
-           "both");
+    expect(0, "POST", "/stock/e2e-a/deduct?qty=1", "{\"qty\":1}", 400, "both");
     expect(0, "POST", "/stock/e2e-a/deduct", big, 413, "larger");
     /* None of the above may have touched the stock. */
     CHECK_EQ(stock_of(2, "e2e-a"), 5);
@@ -166,9 +165,20 @@ static void load_run(const char *load_exe)
     }
     char seed[16];
     snprintf(seed, sizeof seed, "%d", LOAD_SEED);
-    char *argv[] = {(char *)load_exe, "--instances", instances, "--requests",
-                    LOAD_REQUESTS, "--concurrency", LOAD_CLIENTS, "--skus",
-                    "e2e-load", "--seed", seed, "--label", "e2e", NULL};
+    char *argv[] = {(char *)load_exe,
+                    "--instances",
+                    instances,
+                    "--requests",
+                    LOAD_REQUESTS,
+                    "--concurrency",
+                    LOAD_CLIENTS,
+                    "--skus",
+                    "e2e-load",
+                    "--seed",
+                    seed,
+                    "--label",
+                    "e2e",
+                    NULL};
     char sum[1024];
     int rc = run_capture_summary(argv, sum, sizeof sum);
     CHECK_MSG(rc == 0, "inventory-load exited with %d", rc);
@@ -219,8 +229,8 @@ static void redis_down(void)
         if (status != 200)
             usleep(100 * 1000);
     }
-    CHECK_MSG(status == 200, "deduct after Redis came back: HTTP %d %s",
-              status, out);
+    CHECK_MSG(status == 200, "deduct after Redis came back: HTTP %d %s", status,
+              out);
     CHECK_EQ(stock_of(2, "e2e-down"), 8);
     printf("ok  Redis down: 503 and stock untouched; Redis back: 200\n");
 }
@@ -244,9 +254,9 @@ int main(int argc, char **argv)
     char db[256];
     snprintf(db, sizeof db, "%s/stock.db", tmpdir);
     for (int i = 0; i < INSTANCES; i++)
-        CHECK_MSG(svc_start(&svc[i], argv[1], tmpdir, i, db, redis.url,
-                            extra) == 0,
-                  "instance %d did not start", i);
+        CHECK_MSG(
+            svc_start(&svc[i], argv[1], tmpdir, i, db, redis.url, extra) == 0,
+            "instance %d did not start", i);
 
     error_cases();
     load_run(argv[2]);

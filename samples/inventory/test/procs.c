@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #define READY_TIMEOUT_MS 15000
-#define MAX_ARGS 32
+#define MAX_ARGS         32
 
 static void sleep_ms(int ms)
 {
