@@ -1,17 +1,17 @@
 /*
- * Acquire: one script round trip when the lock is free (SET NX PX plus the
- * fence INCR), then, while it is busy, sleep until a release wakes us, the
+ * Acquire: one round trip when the lock is free (SET NX PX plus the fence
+ * INCR), then, while it is busy, sleep until a release wakes us, the
  * lock's TTL runs out, or the deadline comes — whichever is first.
  */
 #include <lockweave.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "clock.h"
 #include "conn.h"
 #include "guard.h"
 #include "keynames.h"
-#include "scripts.h"
 #include "stats.h"
 #include "thread.h"
 #include "wake.h"
@@ -21,38 +21,91 @@
 #define NOTIFIED_POLL_US 200000 /* notifications: a missed one costs this */
 #define NAME_INLINE      256
 
+/*
+ * One try is a pipeline of three plain commands, not a script: a script costs
+ * Redis several microseconds of Lua per call, these about one in all.
+ *   SET key token NX PX expire GET  nil: ours now; our token: ours already
+ *                                   (a retry whose first reply was lost);
+ *                                   another token: busy
+ *   INCR fence                      the fence, used only when the lock is ours
+ *   PTTL key                        how long a busy lock may still stay busy
+ * The INCR is not atomic with the SET, yet fences still increase from holder
+ * to holder: a holder's INCR runs before its reply reaches it, so before it
+ * can release, so before the next holder's SET.  Busy tries leave gaps only.
+ */
 struct attempt {
     struct lw_conn *conn;
     struct lw_gimpl *g;
-    const char *argv[4];
-    size_t lens[4];
+    const char *set_argv[7], *incr_argv[2], *pttl_argv[2];
+    size_t set_lens[7], incr_lens[2], pttl_lens[2];
+    struct lw_cmd cmds[3];
     char expire[16];
-    int64_t sent_us; /* when the last try left */
+    int64_t sent_us;  /* when the last try left */
+    int64_t valid_ms; /* lease granted by the successful try */
 };
 
-/* One try: 1 acquired, 0 busy (*ttl_ms remaining, 0 unknown), < 0 error. */
+static void attempt_init(struct attempt *a, const char *fence, size_t fencelen)
+{
+    struct lw_gimpl *g = a->g;
+    const char *set[] = {"SET", g->key,    g->lease.token, "NX",
+                         "PX",  a->expire, "GET"};
+    size_t setl[] = {3, g->keylen, (size_t)g->lease.toklen, 2, 2, 0, 3};
+
+    setl[5] =
+        (size_t)snprintf(a->expire, sizeof a->expire, "%u", g->opts.expire_ms);
+    memcpy(a->set_argv, set, sizeof set);
+    memcpy(a->set_lens, setl, sizeof setl);
+    a->incr_argv[0] = "INCR";
+    a->incr_lens[0] = 4;
+    a->incr_argv[1] = fence;
+    a->incr_lens[1] = fencelen;
+    a->pttl_argv[0] = "PTTL";
+    a->pttl_lens[0] = 4;
+    a->pttl_argv[1] = g->key;
+    a->pttl_lens[1] = g->keylen;
+    a->cmds[0] = (struct lw_cmd){7, a->set_argv, a->set_lens};
+    a->cmds[1] = (struct lw_cmd){2, a->incr_argv, a->incr_lens};
+    a->cmds[2] = (struct lw_cmd){2, a->pttl_argv, a->pttl_lens};
+}
+
+/* 1 acquired, 0 busy (*ttl_ms remaining, 0 unknown), < 0 error. */
+static int verdict(struct attempt *a, redisReply **r, int64_t *ttl_ms)
+{
+    const struct lw_lease *l = &a->g->lease;
+    redisReply *prev = r[0];
+
+    if (r[1]->type != REDIS_REPLY_INTEGER || r[2]->type != REDIS_REPLY_INTEGER)
+        return LW_EREDIS;
+    *ttl_ms = r[2]->integer > 0 ? r[2]->integer : 0;
+    if (prev->type == REDIS_REPLY_NIL) {
+        a->valid_ms = a->g->opts.expire_ms;
+    } else if (prev->type == REDIS_REPLY_STRING &&
+               prev->len == (size_t)l->toklen &&
+               memcmp(prev->str, l->token, prev->len) == 0 && *ttl_ms > 0) {
+        a->valid_ms = *ttl_ms; /* our earlier SET: its lease, not a new one */
+    } else if (prev->type == REDIS_REPLY_STRING) {
+        return 0;
+    } else {
+        return LW_EREDIS;
+    }
+    if (r[1]->integer <= 0)
+        return LW_EREDIS;
+    a->g->fence = (uint64_t)r[1]->integer;
+    return 1;
+}
+
 static int try_once(struct attempt *a, int64_t *ttl_ms)
 {
-    redisReply *r;
+    redisReply *r[3];
     int replayed, rc;
 
     a->sent_us = lw__now_us();
-    rc = lw__conn_script(a->conn, LW_SCRIPT_ACQUIRE, 2, 2, a->argv, a->lens, &r,
-                         &replayed);
+    rc = lw__conn_pipeline(a->conn, a->cmds, 3, r, &replayed);
     if (rc != LW_OK)
         return rc;
-    if (r->type != REDIS_REPLY_INTEGER || r->integer == 0) {
-        freeReplyObject(r);
-        return LW_EREDIS;
-    }
-    if (r->integer > 0) {
-        a->g->fence = (uint64_t)r->integer;
-        rc = 1;
-    } else {
-        *ttl_ms = -1 - r->integer;
-        rc = 0;
-    }
-    freeReplyObject(r);
+    rc = verdict(a, r, ttl_ms);
+    for (int i = 0; i < 3; i++)
+        freeReplyObject(r[i]);
     return rc;
 }
 
@@ -127,15 +180,7 @@ int lw__acquire(struct lw_gimpl *g)
                         sizeof namebuf, &fencelen);
     if (fence == NULL)
         return LW_ENOMEM;
-    a.argv[0] = g->key;
-    a.lens[0] = g->keylen;
-    a.argv[1] = fence;
-    a.lens[1] = fencelen;
-    a.argv[2] = g->lease.token;
-    a.lens[2] = (size_t)toklen;
-    a.argv[3] = a.expire;
-    a.lens[3] =
-        (size_t)snprintf(a.expire, sizeof a.expire, "%u", g->opts.expire_ms);
+    attempt_init(&a, fence, fencelen);
 
     rc = try_once(&a, &ttl_ms);
     if (rc == 0) {
@@ -152,6 +197,6 @@ int lw__acquire(struct lw_gimpl *g)
         return rc;
     /* The lease is measured from before the request: whatever the round
      * trip took, our clock never believes in more lease than Redis gave. */
-    g->lease.valid_until_ms = a.sent_us / 1000 + g->opts.expire_ms;
+    g->lease.valid_until_ms = a.sent_us / 1000 + a.valid_ms;
     return LW_OK;
 }

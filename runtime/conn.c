@@ -234,41 +234,105 @@ static redisReply *run_script(struct lw_conn *c, int id, int nkeys, int nargs,
     return r;
 }
 
-int lw__conn_script(struct lw_conn *c, int id, int nkeys, int nargs,
-                    const char *const *argv, const size_t *lens,
-                    redisReply **out, int *replayed)
+/* What one attempt sends: a script, or a pipeline of plain commands. */
+struct request {
+    int script; /* script id, or -1 for cmds */
+    int nkeys, nargs;
+    const char *const *argv;
+    const size_t *lens;
+    const struct lw_cmd *cmds;
+    int ncmds;
+};
+
+/* Send req and read its replies into out; -1 on an I/O error. */
+static int attempt(struct lw_conn *c, const struct request *req,
+                   redisReply **out)
 {
-    *out = NULL;
+    if (req->script >= 0) {
+        out[0] = run_script(c, req->script, req->nkeys, req->nargs, req->argv,
+                            req->lens);
+        return out[0] ? 0 : -1;
+    }
+    for (int i = 0; i < req->ncmds; i++)
+        if (redisAppendCommandArgv(c->ctx, req->cmds[i].argc, req->cmds[i].argv,
+                                   req->cmds[i].lens) != REDIS_OK)
+            return -1;
+    for (int i = 0; i < req->ncmds; i++)
+        if (redisGetReply(c->ctx, (void **)&out[i]) != REDIS_OK)
+            return -1;
+    return 0;
+}
+
+static void free_replies(redisReply **out, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (out[i] != NULL)
+            freeReplyObject(out[i]);
+        out[i] = NULL;
+    }
+}
+
+static int has_error(redisReply **out, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (out[i]->type == REDIS_REPLY_ERROR) {
+            lw__log(LW_LOG_WARN, "Redis error reply: %s", out[i]->str);
+            LW_STAT_ADD(redis_errors, 1);
+            return 1;
+        }
+    return 0;
+}
+
+/* One request, retried once on a new connection when a reused one fails:
+ * a killed or idle-timed-out connection says nothing about the server. */
+static int run(struct lw_conn *c, const struct request *req, redisReply **out,
+               int *replayed)
+{
+    int n = req->script >= 0 ? 1 : req->ncmds;
+
+    memset(out, 0, (size_t)n * sizeof *out);
     *replayed = 0;
-    for (int attempt = 0; attempt < 2; attempt++) {
+    for (int i = 0; i < 2; i++) {
         int rc = lw__conn_ensure(c);
         int was_fresh = c->fresh;
-        redisReply *r;
 
         if (rc != LW_OK)
             return rc;
         c->fresh = 0;
-        r = run_script(c, id, nkeys, nargs, argv, lens);
-        if (r != NULL && r->type == REDIS_REPLY_ERROR) {
-            lw__log(LW_LOG_WARN, "Redis error reply: %s", r->str);
-            LW_STAT_ADD(redis_errors, 1);
-            freeReplyObject(r);
+        if (attempt(c, req, out) == 0) {
+            if (!has_error(out, n))
+                return LW_OK;
+            free_replies(out, n);
             return LW_EREDIS;
         }
-        if (r != NULL) {
-            *out = r;
-            return LW_OK;
-        }
+        free_replies(out, n);
         note_failure(c, LW_EREDIS, c->ctx->errstr);
         lw__conn_drop(c);
         if (was_fresh)
             return LW_EREDIS;
-        /* A reused connection may simply have been closed under us
-         * (CLIENT KILL, server timeout, restart): one retry on a new one. */
         c->failing = 0;
         *replayed = 1;
     }
     return LW_EREDIS;
+}
+
+int lw__conn_script(struct lw_conn *c, int id, int nkeys, int nargs,
+                    const char *const *argv, const size_t *lens,
+                    redisReply **out, int *replayed)
+{
+    struct request req = {.script = id,
+                          .nkeys = nkeys,
+                          .nargs = nargs,
+                          .argv = argv,
+                          .lens = lens};
+    return run(c, &req, out, replayed);
+}
+
+int lw__conn_pipeline(struct lw_conn *c, const struct lw_cmd *cmds, int n,
+                      redisReply **out, int *replayed)
+{
+    struct request req = {.script = -1, .cmds = cmds, .ncmds = n};
+    return run(c, &req, out, replayed);
 }
 
 int lw__conn_script_append(struct lw_conn *c, int id, int nkeys, int nargs,

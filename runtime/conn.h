@@ -50,6 +50,18 @@ int lw__conn_script(struct lw_conn *c, int id, int nkeys, int nargs,
                     const char *const *argv, const size_t *lens,
                     redisReply **out, int *replayed);
 
+/* One plain command of a pipeline. */
+struct lw_cmd {
+    int argc;
+    const char **argv;
+    const size_t *lens;
+};
+
+/* Send n commands in one round trip and read their n replies into out (the
+ * caller frees each).  Same errors and retry as lw__conn_script(). */
+int lw__conn_pipeline(struct lw_conn *c, const struct lw_cmd *cmds, int n,
+                      redisReply **out, int *replayed);
+
 /* Queue a script call without reading the reply (watchdog pipelines). */
 int lw__conn_script_append(struct lw_conn *c, int id, int nkeys, int nargs,
                            const char *const *argv, const size_t *lens);

@@ -8,22 +8,6 @@
 #include <pthread.h>
 #include <string.h>
 
-/* KEYS[1] lock, KEYS[2] fence counter; ARGV[1] token, ARGV[2] lease ms.
- * Returns the new fence (>= 1) when the lock is ours, else -1 - remaining TTL
- * in ms (TTL 0 when unknown).  A token already in place means a retried
- * acquire whose first reply was lost: it is ours, and gets a fresh fence. */
-static const char acquire_lua[] =
-    "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
-    "  return redis.call('incr', KEYS[2])\n"
-    "end\n"
-    "if redis.call('get', KEYS[1]) == ARGV[1] then\n"
-    "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
-    "  return redis.call('incr', KEYS[2])\n"
-    "end\n"
-    "local ttl = redis.call('pttl', KEYS[1])\n"
-    "if ttl < 0 then ttl = 0 end\n"
-    "return -1 - ttl\n";
-
 /* KEYS[1] lock; ARGV[1] token, ARGV[2] lease ms.  1 renewed, 0 not ours.
  * Never re-creates a key that expired: a lost lease stays lost. */
 static const char renew_lua[] =
@@ -44,8 +28,7 @@ static const char release_lua[] = "local v = redis.call('get', KEYS[1])\n"
                                   "if v then return -1 end\n"
                                   "return 0\n";
 
-static const char *const texts[LW_SCRIPT_COUNT] = {acquire_lua, renew_lua,
-                                                   release_lua};
+static const char *const texts[LW_SCRIPT_COUNT] = {renew_lua, release_lua};
 static char shas[LW_SCRIPT_COUNT][41];
 static int sha_ready[LW_SCRIPT_COUNT];
 static pthread_mutex_t sha_mu = PTHREAD_MUTEX_INITIALIZER;

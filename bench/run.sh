@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# bench/run.sh [--quick]: lockweave beside the peer lock libraries, in one run.
+#
+# Builds the lockweave driver (its sections are REDIS_LOCK functions woven by
+# lockweave_generate), runs ../shared/peers/run.sh with it added — same
+# redis-server, same workloads, same sizes — and prints the harness's table,
+# then lockweave's ratios against the round-trip bound and the hand-written
+# hiredis lock, and draws a chart (gnuplot).  Outputs in build/bench/:
+# peers.jsonl, ratios.txt, peers.png.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+out=$root/build/bench
+quick=()
+[[ ${1:-} == --quick ]] && quick=(--quick)
+
+.ci/ensure-packages.sh cmake ninja-build gcc clang-14 libclang-dev \
+  libhiredis-dev redis-server pkg-config gnuplot-nox
+# (the harness's setup.sh installs its own: python3-redis, node, npm packages)
+
+cmake -S . -B "$out/cmake" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DLW_BUILD_TESTS=OFF -DLW_BUILD_SAMPLES=OFF >/dev/null
+cmake --build "$out/cmake" --target lw_bench_driver >/dev/null
+driver=$out/cmake/bench/lw_bench_driver
+
+# The harness builds its C baseline and installs npm packages next to itself:
+# run a private copy so the shared folder stays untouched.
+peers=$root/../shared/peers
+mkdir -p "$out/peers"
+cp -r "$peers/." "$out/peers/"
+chmod -R u+w "$out/peers"
+
+bash "$out/peers/run.sh" "${quick[@]}" \
+  --with lockweave 1 "$driver" \
+  --json-out "$out/peers.jsonl" | tee "$out/table.txt"
+
+python3 "$root/bench/ratios.py" "$out/peers.jsonl" | tee "$out/ratios.txt"
+gnuplot -e "datafile='$out/chart.dat'; outfile='$out/peers.png'" \
+  "$root/bench/chart.gp"
+echo "chart: $out/peers.png"
