@@ -12,6 +12,7 @@
 #include "conn.h"
 #include "guard.h"
 #include "keynames.h"
+#include "scripts.h"
 #include "stats.h"
 #include "thread.h"
 #include "wake.h"
@@ -20,6 +21,7 @@
 #define BACKOFF_MAX_US   100000 /* no notifications: poll at most this */
 #define NOTIFIED_POLL_US 200000 /* notifications: a missed one costs this */
 #define NAME_INLINE      256
+#define ALIVE_MS         "1000" /* > the longest poll: queued waiters stay alive */
 
 /*
  * One try is a pipeline of three plain commands, not a script: a script costs
@@ -42,9 +44,12 @@ struct attempt {
     char expire[16];
     int64_t sent_us;  /* when the last try left */
     int64_t valid_ms; /* lease granted by the successful try */
+    const struct lw_names *names;
+    char *alive; /* our alive key while queued */
+    size_t alivelen;
 };
 
-static void attempt_init(struct attempt *a, const char *fence, size_t fencelen)
+static void attempt_init(struct attempt *a)
 {
     struct lw_gimpl *g = a->g;
     const char *set[] = {"SET", g->key,    g->lease.token, "NX",
@@ -57,8 +62,8 @@ static void attempt_init(struct attempt *a, const char *fence, size_t fencelen)
     memcpy(a->set_lens, setl, sizeof setl);
     a->incr_argv[0] = "INCR";
     a->incr_lens[0] = 4;
-    a->incr_argv[1] = fence;
-    a->incr_lens[1] = fencelen;
+    a->incr_argv[1] = a->names->fence;
+    a->incr_lens[1] = a->names->fencelen;
     a->pttl_argv[0] = "PTTL";
     a->pttl_lens[0] = 4;
     a->pttl_argv[1] = g->key;
@@ -129,43 +134,109 @@ static int64_t next_sleep_us(int notified, int64_t *backoff_us, int64_t ttl_ms,
     return sleep_us < left_us ? sleep_us : left_us;
 }
 
-/* The busy case: wait for a release until the deadline. */
+/* The acquire-or-queue script: same results as try_once().  join 1 queues
+ * up (or refreshes our alive key), 0 leaves the queue. */
+static int enqueue(struct attempt *a, int join, int64_t *ttl_ms)
+{
+    struct lw_gimpl *g = a->g;
+    char qttl[24];
+    const char *argv[] = {
+        g->key,         a->names->queue, a->names->fence,  a->alive,
+        g->lease.token, a->expire,       join ? "1" : "0", qttl,
+        ALIVE_MS};
+    size_t lens[] = {g->keylen,
+                     a->names->queuelen,
+                     a->names->fencelen,
+                     a->alivelen,
+                     (size_t)g->lease.toklen,
+                     strlen(a->expire),
+                     1,
+                     0,
+                     strlen(ALIVE_MS)};
+    redisReply *r;
+    int replayed, rc;
+
+    /* The queue outlives every member's wait and lease. */
+    lens[7] = (size_t)snprintf(qttl, sizeof qttl, "%llu",
+                               (unsigned long long)g->opts.wait_ms +
+                                   g->opts.expire_ms + 1000);
+    a->sent_us = lw__now_us();
+    rc = lw__conn_script(a->conn, LW_SCRIPT_ENQUEUE, 4, 5, argv, lens, &r,
+                         &replayed);
+    if (rc != LW_OK)
+        return rc;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[0]->type == REDIS_REPLY_INTEGER &&
+        r->element[0]->integer > 0 &&
+        r->element[1]->type == REDIS_REPLY_INTEGER) {
+        g->fence = (uint64_t)r->element[0]->integer;
+        a->valid_ms = r->element[1]->integer > 0 ? r->element[1]->integer
+                                                 : g->opts.expire_ms;
+        rc = 1;
+    } else if (r->type == REDIS_REPLY_INTEGER && r->integer < 0) {
+        *ttl_ms = -1 - r->integer;
+        rc = 0;
+    } else {
+        rc = LW_EREDIS;
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+/*
+ * The busy case: queue up in Redis and sleep until a release wakes us (to
+ * compete) or hands us the lock, the holder's TTL runs out, a poll is due,
+ * or the deadline comes.  Each poll refreshes our place and alive key.
+ */
 static int wait_for(struct attempt *a, int64_t ttl_ms, int64_t deadline_us)
 {
     struct lw_gimpl *g = a->g;
-    char namebuf[NAME_INLINE];
-    size_t chanlen;
-    char *chan = lw__keyname(g->key, g->keylen, LW_WAKE_SUFFIX, namebuf,
-                             sizeof namebuf, &chanlen);
-    struct lw_waiter w;
+    struct lw_waiter w = {.token = g->lease.token,
+                          .toklen = (size_t)g->lease.toklen};
+    char alivebuf[NAME_INLINE];
     int64_t backoff_us = BACKOFF_START_US;
-    int notified, rc = 0;
+    int notified, rc;
 
-    if (chan == NULL)
+    a->alivelen = a->names->alivelen + (size_t)g->lease.toklen;
+    a->alive = a->alivelen <= sizeof alivebuf ? alivebuf : malloc(a->alivelen);
+    if (a->alive == NULL)
         return LW_ENOMEM;
-    notified = lw__wake_join(&w, chan, chanlen);
+    memcpy(a->alive, a->names->alive, a->names->alivelen);
+    memcpy(a->alive + a->names->alivelen, g->lease.token,
+           (size_t)g->lease.toklen);
+    notified = lw__wake_join(&w, a->names->chan, a->names->chanlen);
+    rc = enqueue(a, 1, &ttl_ms);
     while (rc == 0) {
         int64_t left_us = deadline_us - lw__now_us();
-        if (left_us <= 0) {
-            rc = LW_ETIMEOUT;
+        uint64_t granted;
+        if (left_us <= 0)
+            break;
+        granted = lw__wake_wait(
+            &w, next_sleep_us(notified, &backoff_us, ttl_ms, left_us));
+        if (granted != 0) {
+            /* Handed over by a release that ran after our last busy
+             * answer was produced: the lease is at least that fresh. */
+            g->fence = granted;
+            a->valid_ms = g->opts.expire_ms;
+            rc = 1;
             break;
         }
-        lw__wake_wait(&w,
-                      next_sleep_us(notified, &backoff_us, ttl_ms, left_us));
-        rc = try_once(a, &ttl_ms);
+        rc = enqueue(a, 1, &ttl_ms);
+    }
+    if (rc == 0) { /* deadline: leave the queue, unless handed it just now */
+        rc = enqueue(a, 0, &ttl_ms);
+        rc = rc == 0 ? LW_ETIMEOUT : rc;
     }
     lw__wake_leave(&w);
-    if (chan != namebuf)
-        free(chan);
+    if (a->alive != alivebuf)
+        free(a->alive);
     return rc;
 }
 
 int lw__acquire(struct lw_gimpl *g)
 {
     struct attempt a = {.g = g};
-    char namebuf[NAME_INLINE];
-    size_t fencelen;
-    char *fence;
+    struct lw_names names;
     int64_t start_us = lw__now_us(), ttl_ms = 0;
     int rc, toklen;
 
@@ -176,11 +247,10 @@ int lw__acquire(struct lw_gimpl *g)
     if (toklen < 0)
         return toklen;
     g->lease.toklen = toklen;
-    fence = lw__keyname(g->key, g->keylen, LW_FENCE_SUFFIX, namebuf,
-                        sizeof namebuf, &fencelen);
-    if (fence == NULL)
+    if (lw__names_init(&names, g->key, g->keylen) != LW_OK)
         return LW_ENOMEM;
-    attempt_init(&a, fence, fencelen);
+    a.names = &names;
+    attempt_init(&a);
 
     rc = try_once(&a, &ttl_ms);
     if (rc == 0) {
@@ -191,8 +261,7 @@ int lw__acquire(struct lw_gimpl *g)
                             start_us + (int64_t)g->opts.wait_ms * 1000);
         lw__stat_wait((uint64_t)(lw__now_us() - start_us));
     }
-    if (fence != namebuf)
-        free(fence);
+    lw__names_free(&names);
     if (rc < 0)
         return rc;
     /* The lease is measured from before the request: whatever the round

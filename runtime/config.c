@@ -13,6 +13,7 @@
 #define DEFAULT_PREFIX     "lock:"
 #define DEFAULT_CONNECT_MS 1000
 #define DEFAULT_COMMAND_MS 2000
+#define DEFAULT_HANDOFF_MS 2
 
 static pthread_mutex_t cfg_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct lw_settings *current;
@@ -66,6 +67,12 @@ static struct lw_settings *settings_new(const lw_config *cfg)
         cfg->command_timeout_ms > 0
             ? cfg->command_timeout_ms
             : env_int("LOCKWEAVE_COMMAND_TIMEOUT_MS", DEFAULT_COMMAND_MS);
+    /* 0 is meaningful here (strict FIFO), so not env_int(). */
+    s->handoff_ms = DEFAULT_HANDOFF_MS;
+    if (getenv("LOCKWEAVE_HANDOFF_MS") != NULL)
+        s->handoff_ms = atoi(getenv("LOCKWEAVE_HANDOFF_MS"));
+    if (s->handoff_ms < 0)
+        s->handoff_ms = DEFAULT_HANDOFF_MS;
     s->error = lw__url_parse(url, &s->url, err, sizeof err);
     if (s->error == LW_ECONFIG)
         lw__log(LW_LOG_ERROR, "%s", err);

@@ -18,6 +18,7 @@ struct lw_settings {
     size_t prefix_len;
     int connect_timeout_ms;
     int command_timeout_ms;
+    int handoff_ms; /* a waiter this old is handed the lock on release */
     unsigned gen;
     struct lw_settings *older;
 };

@@ -18,7 +18,7 @@
 
 #define BACKOFF_MIN_MS  10
 #define BACKOFF_MAX_MS  500
-#define SCRIPT_ARGV_MAX 9
+#define SCRIPT_ARGV_MAX 16
 
 struct lw_conn *lw__conn_new(void)
 {

@@ -1,14 +1,10 @@
-/*
- * Names derived from a lock key: its fence counter and its wake-up channel.
- * Each is put in the lock key's Redis Cluster hash slot, so one script can
- * touch the lock and its counter and publish on its channel: "{key}:suffix"
- * hashes as "key" — unless the key already has a hash tag, which then decides
- * for all three.
- */
+#include "keynames.h"
+
+#include <lockweave.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "keynames.h"
+static const char *const suffixes[] = {":fence", ":wake", ":q", ":w:"};
 
 static int has_hash_tag(const char *key, size_t len)
 {
@@ -21,23 +17,38 @@ static int has_hash_tag(const char *key, size_t len)
     return close != NULL && close > open + 1;
 }
 
-char *lw__keyname(const char *key, size_t len, const char *suffix, char *buf,
-                  size_t cap, size_t *outlen)
+int lw__names_init(struct lw_names *n, const char *key, size_t len)
 {
-    size_t slen = strlen(suffix);
     int tag = has_hash_tag(key, len);
-    size_t need = len + slen + (tag ? 0 : 2);
-    char *out = need <= cap ? buf : malloc(need), *p = out;
+    size_t base = len + (tag ? 0 : 2), need = 0;
+    const char **out[] = {&n->fence, &n->chan, &n->queue, &n->alive};
+    size_t *outlen[] = {&n->fencelen, &n->chanlen, &n->queuelen, &n->alivelen};
+    char *p;
 
-    if (out == NULL)
-        return NULL;
-    if (!tag)
-        *p++ = '{';
-    memcpy(p, key, len);
-    p += len;
-    if (!tag)
-        *p++ = '}';
-    memcpy(p, suffix, slen);
-    *outlen = need;
-    return out;
+    for (int i = 0; i < 4; i++)
+        need += base + strlen(suffixes[i]);
+    n->heap = need > sizeof n->buf ? malloc(need) : NULL;
+    if (need > sizeof n->buf && n->heap == NULL)
+        return LW_ENOMEM;
+    p = n->heap ? n->heap : n->buf;
+    for (int i = 0; i < 4; i++) {
+        size_t slen = strlen(suffixes[i]);
+        *out[i] = p;
+        *outlen[i] = base + slen;
+        if (!tag)
+            *p++ = '{';
+        memcpy(p, key, len);
+        p += len;
+        if (!tag)
+            *p++ = '}';
+        memcpy(p, suffixes[i], slen);
+        p += slen;
+    }
+    return LW_OK;
+}
+
+void lw__names_free(struct lw_names *n)
+{
+    free(n->heap);
+    n->heap = NULL;
 }

@@ -3,13 +3,24 @@
 
 #include <stddef.h>
 
-#define LW_FENCE_SUFFIX ":fence"
-#define LW_WAKE_SUFFIX  ":wake"
+#define LW_NAMES_INLINE 640
 
-/* Write the companion name of key into buf (cap bytes) or, if it does not
- * fit, a malloc()ed buffer; returns it (free it if != buf), NULL on ENOMEM.
- * Not NUL-terminated: *outlen has the length. */
-char *lw__keyname(const char *key, size_t len, const char *suffix, char *buf,
-                  size_t cap, size_t *outlen);
+/*
+ * The Redis names that go with one lock key K: its fence counter, wake-up
+ * channel, waiter queue, and the prefix of its waiters' alive keys.  All are
+ * "{K}:suffix" — or "K:suffix" when K has a hash tag of its own — so each
+ * sits in K's Redis Cluster slot and one script may touch them all.
+ * Not NUL-terminated: use the lengths.
+ */
+struct lw_names {
+    const char *fence, *chan, *queue, *alive;
+    size_t fencelen, chanlen, queuelen, alivelen;
+    char *heap; /* set when the inline buffer was too small */
+    char buf[LW_NAMES_INLINE];
+};
+
+/* Fill n for key; LW_OK or LW_ENOMEM.  Free with lw__names_free(). */
+int lw__names_init(struct lw_names *n, const char *key, size_t len);
+void lw__names_free(struct lw_names *n);
 
 #endif

@@ -1,9 +1,11 @@
 /* Release: stop renewal first, then compare-and-delete our token and publish
  * the wake-up in the same script. */
 #include <lockweave.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "clock.h"
+#include "config.h"
 #include "conn.h"
 #include "guard.h"
 #include "keynames.h"
@@ -30,23 +32,29 @@ static int verdict(struct lw_gimpl *g, long long result, int replayed)
 
 int lw__release(struct lw_gimpl *g)
 {
-    char namebuf[256];
-    size_t chanlen;
+    struct lw_names names;
     struct lw_conn *conn;
     redisReply *r = NULL;
+    char handoff[16];
     int rc, replayed = 0;
-    char *chan;
 
     /* Cancel renewal before deleting: a PEXPIRE in flight after our DEL
      * could otherwise extend a key someone else just created. */
     lw__watchdog_remove(&g->lease);
-    chan = lw__keyname(g->key, g->keylen, LW_WAKE_SUFFIX, namebuf,
-                       sizeof namebuf, &chanlen);
-    rc = chan == NULL ? LW_ENOMEM : lw__conn_thread(&conn);
+    rc = lw__names_init(&names, g->key, g->keylen);
+    if (rc == LW_OK)
+        rc = lw__conn_thread(&conn);
     if (rc == LW_OK) {
-        const char *argv[] = {g->key, g->lease.token, chan};
-        size_t lens[] = {g->keylen, (size_t)g->lease.toklen, chanlen};
-        rc = lw__conn_script(conn, LW_SCRIPT_RELEASE, 1, 2, argv, lens, &r,
+        const char *argv[] = {g->key,         names.queue, names.fence,
+                              g->lease.token, names.chan,  handoff,
+                              names.alive};
+        size_t lens[] = {g->keylen,      names.queuelen,
+                         names.fencelen, (size_t)g->lease.toklen,
+                         names.chanlen,  0,
+                         names.alivelen};
+        lens[5] = (size_t)snprintf(handoff, sizeof handoff, "%d",
+                                   lw__settings()->handoff_ms);
+        rc = lw__conn_script(conn, LW_SCRIPT_RELEASE, 3, 4, argv, lens, &r,
                              &replayed);
     }
     if (rc == LW_OK && r->type == REDIS_REPLY_INTEGER) {
@@ -61,7 +69,6 @@ int lw__release(struct lw_gimpl *g)
     }
     if (r != NULL)
         freeReplyObject(r);
-    if (chan != NULL && chan != namebuf)
-        free(chan);
+    lw__names_free(&names);
     return rc;
 }

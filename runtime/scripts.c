@@ -16,19 +16,83 @@ static const char renew_lua[] =
     "end\n"
     "return 0\n";
 
-/* KEYS[1] lock; ARGV[1] token, ARGV[2] wake-up channel.  1 released (and
- * one message published so a waiter retries at once), 0 already expired,
- * -1 held by another owner. */
-static const char release_lua[] = "local v = redis.call('get', KEYS[1])\n"
-                                  "if v == ARGV[1] then\n"
-                                  "  redis.call('del', KEYS[1])\n"
-                                  "  redis.call('publish', ARGV[2], '1')\n"
-                                  "  return 1\n"
-                                  "end\n"
-                                  "if v then return -1 end\n"
-                                  "return 0\n";
+/*
+ * Waiting is fair by default: waiters queue in Redis, ordered by the server's
+ * clock, in the sorted set KEYS[2] (members "token|lease-ms"), and each keeps
+ * an "alive" key ({K}:w:token) refreshed on every poll, so a waiter that
+ * died is skipped instead of handed a lock it will never release.
+ */
 
-static const char *const texts[LW_SCRIPT_COUNT] = {renew_lua, release_lua};
+/* Acquire-or-queue, for threads that found the lock busy.
+ * KEYS: lock, queue, fence, alive key.  ARGV: token, lease ms, join (1: queue
+ * up / refresh, 0: leave the queue), queue ttl ms, alive ms.
+ * Returns {fence, lease left ms} when the lock is ours — free now, or handed
+ * to us by a release (our token already in place) — else -1 - its TTL. */
+static const char enqueue_lua[] =
+    "local member = ARGV[1] .. '|' .. ARGV[2]\n"
+    "local v = redis.call('get', KEYS[1])\n"
+    "if v == ARGV[1] or (not v and redis.call('set', KEYS[1], ARGV[1], "
+    "'PX', ARGV[2])) then\n"
+    "  redis.call('zrem', KEYS[2], member)\n"
+    "  redis.call('del', KEYS[4])\n"
+    "  return {redis.call('incr', KEYS[3]), redis.call('pttl', KEYS[1])}\n"
+    "end\n"
+    "if ARGV[3] == '1' then\n"
+    "  local t = redis.call('time')\n"
+    "  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "  redis.call('zadd', KEYS[2], 'NX', now, member)\n"
+    "  if redis.call('pttl', KEYS[2]) < tonumber(ARGV[4]) then\n"
+    "    redis.call('pexpire', KEYS[2], ARGV[4])\n"
+    "  end\n"
+    "  redis.call('set', KEYS[4], '1', 'PX', ARGV[5])\n"
+    "else\n"
+    "  redis.call('zrem', KEYS[2], member)\n"
+    "  redis.call('del', KEYS[4])\n"
+    "end\n"
+    "local ttl = redis.call('pttl', KEYS[1])\n"
+    "if ttl < 0 then ttl = 0 end\n"
+    "return -1 - ttl\n";
+
+/*
+ * Release.  KEYS: lock, queue, fence.  ARGV: token, wake-up channel,
+ * hand-off age ms, alive-key prefix.  1 released, 0 already expired, -1 held
+ * by another owner.
+ * With waiters queued, the oldest live one is told: if it has waited at least
+ * the hand-off age, the lock is handed to it right here (set to its token,
+ * fence minted, "g<token> <fence>" published) so nobody can barge past it;
+ * otherwise "w<token>" wakes it to compete.  Barging while the queue is young
+ * keeps throughput; the hand-off bounds every waiter's wait.
+ */
+static const char release_lua[] =
+    "local v = redis.call('get', KEYS[1])\n"
+    "if v ~= ARGV[1] then\n"
+    "  if v then return -1 end\n"
+    "  return 0\n"
+    "end\n"
+    "redis.call('del', KEYS[1])\n"
+    "local t = redis.call('time')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "while true do\n"
+    "  local head = redis.call('zrange', KEYS[2], 0, 0, 'WITHSCORES')\n"
+    "  if #head == 0 then return 1 end\n"
+    "  local sep = string.find(head[1], '|', 1, true)\n"
+    "  local tok = string.sub(head[1], 1, sep - 1)\n"
+    "  if redis.call('exists', ARGV[4] .. tok) == 0 then\n"
+    "    redis.call('zrem', KEYS[2], head[1])\n"
+    "  elseif now - tonumber(head[2]) >= tonumber(ARGV[3]) then\n"
+    "    redis.call('zrem', KEYS[2], head[1])\n"
+    "    redis.call('set', KEYS[1], tok, 'PX', string.sub(head[1], sep + 1))\n"
+    "    local f = redis.call('incr', KEYS[3])\n"
+    "    redis.call('publish', ARGV[2], 'g' .. tok .. ' ' .. f)\n"
+    "    return 1\n"
+    "  else\n"
+    "    redis.call('publish', ARGV[2], 'w' .. tok)\n"
+    "    return 1\n"
+    "  end\n"
+    "end\n";
+
+static const char *const texts[LW_SCRIPT_COUNT] = {renew_lua, release_lua,
+                                                   enqueue_lua};
 static char shas[LW_SCRIPT_COUNT][41];
 static int sha_ready[LW_SCRIPT_COUNT];
 static pthread_mutex_t sha_mu = PTHREAD_MUTEX_INITIALIZER;

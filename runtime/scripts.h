@@ -2,7 +2,12 @@
 #define LW_SCRIPTS_H
 
 /* The Lua scripts that make each lock step atomic on the server. */
-enum lw_script_id { LW_SCRIPT_RENEW, LW_SCRIPT_RELEASE, LW_SCRIPT_COUNT };
+enum lw_script_id {
+    LW_SCRIPT_RENEW,
+    LW_SCRIPT_RELEASE,
+    LW_SCRIPT_ENQUEUE,
+    LW_SCRIPT_COUNT
+};
 
 const char *lw__script_text(int id);
 

@@ -1,10 +1,11 @@
 /*
  * Wake-on-release: the per-process subscriber thread.
  *
- * The release script PUBLISHes on the lock's channel.  One connection per
- * process, in subscribe mode, carries every channel some local thread waits
- * on; a message wakes the longest-waiting local thread of that channel, which
- * retries at once instead of sleeping out a backoff.  The thread multiplexes
+ * The release script PUBLISHes on the lock's channel, naming the queued
+ * waiter it wakes or hands the lock to.  One connection per process, in
+ * subscribe mode, carries every channel some local thread waits on; a message
+ * wakes the thread it names, which goes on at once instead of sleeping out a
+ * backoff.  The thread multiplexes
  * the Redis socket and an eventfd with poll(), so other threads never touch
  * its hiredis context: they queue (un)subscriptions and poke the eventfd.
  *
@@ -18,6 +19,7 @@
 #include <lockweave.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -74,14 +76,24 @@ static void poke(void)
     }
 }
 
-static void wake_first(struct lw_wchan *e)
+/* A release's message: "w<token>" wakes that waiter to retry, "g<token>
+ * <fence>" tells it the lock is already its own. */
+static void wake_named(struct lw_wchan *e, const char *msg, size_t len)
 {
-    for (struct lw_waiter *w = e->head; w != NULL; w = w->next)
-        if (!w->woken) {
-            w->woken = 1;
-            pthread_cond_signal(&w->cond);
-            return;
-        }
+    const char *sp = len > 1 ? memchr(msg + 1, ' ', len - 1) : NULL;
+    size_t toklen = (sp ? (size_t)(sp - msg) : len) - 1;
+
+    if (len < 2 || (msg[0] != 'w' && msg[0] != 'g'))
+        return;
+    for (struct lw_waiter *w = e->head; w != NULL; w = w->next) {
+        if (w->toklen != toklen || memcmp(w->token, msg + 1, toklen) != 0)
+            continue;
+        if (msg[0] == 'g' && sp != NULL)
+            w->granted = strtoull(sp + 1, NULL, 10);
+        w->woken = 1;
+        pthread_cond_signal(&w->cond);
+        return;
+    }
 }
 
 static void wake_all(struct lw_wchan *e)
@@ -158,7 +170,8 @@ static void on_push(redisReply *r)
     if (e == NULL)
         return;
     if (strcmp(r->element[0]->str, "message") == 0) {
-        wake_first(e);
+        if (r->element[2]->type == REDIS_REPLY_STRING)
+            wake_named(e, r->element[2]->str, r->element[2]->len);
     } else if (strcmp(r->element[0]->str, "subscribe") == 0) {
         e->subscribed = 2;
         wake_all(e); /* a release may have slipped in before this */
@@ -255,6 +268,7 @@ int lw__wake_join(struct lw_waiter *w, const char *chan, size_t chanlen)
     pthread_cond_init(&w->cond, &ca);
     pthread_condattr_destroy(&ca);
     w->woken = 0;
+    w->granted = 0;
     w->next = NULL;
     w->entry = NULL;
 
@@ -290,19 +304,19 @@ out:
     return ok;
 }
 
-int lw__wake_wait(struct lw_waiter *w, int64_t timeout_us)
+uint64_t lw__wake_wait(struct lw_waiter *w, int64_t timeout_us)
 {
     struct timespec ts = lw__abstime_us(lw__now_us() + timeout_us);
-    int woken;
+    uint64_t granted;
 
     pthread_mutex_lock(&wk.mu);
     while (!w->woken)
         if (pthread_cond_timedwait(&w->cond, &wk.mu, &ts) != 0)
             break;
-    woken = w->woken;
     w->woken = 0;
+    granted = w->granted;
     pthread_mutex_unlock(&wk.mu);
-    return woken;
+    return granted;
 }
 
 void lw__wake_leave(struct lw_waiter *w)
@@ -321,8 +335,6 @@ void lw__wake_leave(struct lw_waiter *w)
             e->tail = prev;
         if (--e->refs == 0)
             e->idle_since_ms = lw__now_ms();
-        else if (w->woken)
-            wake_first(e); /* pass an unused wake-up on */
     }
     pthread_mutex_unlock(&wk.mu);
     pthread_cond_destroy(&w->cond);

@@ -7,25 +7,28 @@
 
 /*
  * Wake-on-release.  A thread waiting for a busy lock joins the waiters of its
- * channel; the process's subscriber thread listens on that channel and, for
- * each release published there, wakes the longest-waiting thread of this
- * process.  Waiters live on their own stacks.
+ * channel; the process's subscriber thread listens on that channel.  A
+ * release names the one waiter (by token) it wakes or hands the lock to, so
+ * only that thread, in one process, wakes.  Waiters live on their own stacks.
  */
 struct lw_waiter {
-    const char *chan;
-    size_t chanlen;
+    const char *token; /* the waiter's lock token, as queued in Redis */
+    size_t toklen;
     pthread_cond_t cond;
-    int woken; /* a release (or a fresh subscription) was seen */
+    int woken;        /* told to retry, or a fresh subscription was seen */
+    uint64_t granted; /* fence of a lock handed to us, 0 if none */
     struct lw_waiter *next;
     struct lw_wchan *entry;
 };
 
-/* Join chan's waiters; the subscription is set up in the background.
- * Returns 1 when notifications can be expected (subscriber healthy). */
+/* Join chan's waiters as the holder of w->token (set by the caller); the
+ * subscription is set up in the background.  Returns 1 when notifications
+ * can be expected (subscriber healthy). */
 int lw__wake_join(struct lw_waiter *w, const char *chan, size_t chanlen);
 
-/* Sleep until woken or timeout_us passes; returns 1 if woken. */
-int lw__wake_wait(struct lw_waiter *w, int64_t timeout_us);
+/* Sleep until woken or timeout_us passes.  Returns the fence of a lock handed
+ * to this waiter, or 0 (woken to retry, or timed out). */
+uint64_t lw__wake_wait(struct lw_waiter *w, int64_t timeout_us);
 
 void lw__wake_leave(struct lw_waiter *w);
 
