@@ -110,7 +110,7 @@ emit generator no_annotation_ms "$t_plain" ms "<= 5" "$ok" \
 # What part of that is only loading libclang: an empty main() linked to it.
 libclang=$(sed -n 's/^LW_LIBCLANG_LIBRARY:[A-Z]*=//p' "$build/CMakeCache.txt")
 echo 'int main(void) { return 0; }' |
-  cc -x c - -o "$gdir/empty_libclang" -Wl,--no-as-needed "$libclang" \
+  cc -x c - -x none -o "$gdir/empty_libclang" -Wl,--no-as-needed "$libclang" \
     -Wl,-rpath,"$(dirname "$libclang")"
 t_empty=$(time_cmd "$gdir/empty.json" "$gdir/empty_libclang")
 emit generator empty_program_linked_to_libclang_ms "$t_empty" ms "" null \
