@@ -194,14 +194,12 @@ static int build_argv(int id, int use_sha, int nkeys, int nargs,
     const char *script = use_sha ? lw__script_sha(id) : lw__script_text(id);
     int n = nkeys + nargs;
 
-    if (n + 3 > SCRIPT_ARGV_MAX)
-        return -1;
     argv[0] = use_sha ? "EVALSHA" : "EVAL";
     argv[1] = script;
     argv[2] = nbuf;
     lens[0] = strlen(argv[0]);
     lens[1] = strlen(script);
-    lens[2] = (size_t)snprintf(nbuf, 8, "%d", nkeys);
+    lens[2] = (size_t)snprintf(nbuf, 16, "%d", nkeys);
     for (int i = 0; i < n; i++) {
         argv[3 + i] = in[i];
         lens[3 + i] = inlen[i];
@@ -212,16 +210,21 @@ static int build_argv(int id, int use_sha, int nkeys, int nargs,
 static redisReply *run_script(struct lw_conn *c, int id, int nkeys, int nargs,
                               const char *const *in, const size_t *inlen)
 {
-    const char *argv[SCRIPT_ARGV_MAX];
-    size_t lens[SCRIPT_ARGV_MAX];
-    char nbuf[8];
+    const char *small_argv[SCRIPT_ARGV_MAX], **argv = small_argv;
+    size_t small_lens[SCRIPT_ARGV_MAX], *lens = small_lens;
+    size_t cap = (size_t)(nkeys + nargs + 3);
+    char nbuf[16];
     int use_sha = lw__script_sha(id) != NULL;
-    redisReply *r;
-    int argc =
-        build_argv(id, use_sha, nkeys, nargs, in, inlen, argv, lens, nbuf);
+    redisReply *r = NULL;
+    int argc;
 
-    if (argc < 0)
-        return NULL;
+    if (cap > SCRIPT_ARGV_MAX) { /* the watchdog's batched renewals */
+        argv = malloc(cap * sizeof *argv);
+        lens = malloc(cap * sizeof *lens);
+        if (argv == NULL || lens == NULL)
+            goto cleanup;
+    }
+    argc = build_argv(id, use_sha, nkeys, nargs, in, inlen, argv, lens, nbuf);
     r = redisCommandArgv(c->ctx, argc, argv, lens);
     if (r != NULL && use_sha && r->type == REDIS_REPLY_ERROR &&
         strncmp(r->str, "NOSCRIPT", 8) == 0) {
@@ -231,6 +234,11 @@ static redisReply *run_script(struct lw_conn *c, int id, int nkeys, int nargs,
         argc = build_argv(id, 0, nkeys, nargs, in, inlen, argv, lens, nbuf);
         r = redisCommandArgv(c->ctx, argc, argv, lens);
     }
+cleanup:
+    if (argv != small_argv)
+        free(argv);
+    if (lens != small_lens)
+        free(lens);
     return r;
 }
 
@@ -333,35 +341,4 @@ int lw__conn_pipeline(struct lw_conn *c, const struct lw_cmd *cmds, int n,
 {
     struct request req = {.script = -1, .cmds = cmds, .ncmds = n};
     return run(c, &req, out, replayed);
-}
-
-int lw__conn_script_append(struct lw_conn *c, int id, int nkeys, int nargs,
-                           const char *const *in, const size_t *inlen)
-{
-    const char *argv[SCRIPT_ARGV_MAX];
-    size_t lens[SCRIPT_ARGV_MAX];
-    char nbuf[8];
-    int use_sha = lw__script_sha(id) != NULL;
-    int argc =
-        build_argv(id, use_sha, nkeys, nargs, in, inlen, argv, lens, nbuf);
-
-    if (argc < 0 || c->ctx == NULL)
-        return LW_EINVAL;
-    return redisAppendCommandArgv(c->ctx, argc, argv, lens) == REDIS_OK
-               ? LW_OK
-               : LW_ENOMEM;
-}
-
-redisReply *lw__conn_read(struct lw_conn *c)
-{
-    void *r = NULL;
-
-    if (c->ctx == NULL)
-        return NULL;
-    if (redisGetReply(c->ctx, &r) != REDIS_OK) {
-        note_failure(c, LW_EREDIS, c->ctx->errstr);
-        lw__conn_drop(c);
-        return NULL;
-    }
-    return r;
 }

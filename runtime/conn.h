@@ -62,11 +62,4 @@ struct lw_cmd {
 int lw__conn_pipeline(struct lw_conn *c, const struct lw_cmd *cmds, int n,
                       redisReply **out, int *replayed);
 
-/* Queue a script call without reading the reply (watchdog pipelines). */
-int lw__conn_script_append(struct lw_conn *c, int id, int nkeys, int nargs,
-                           const char *const *argv, const size_t *lens);
-
-/* Read one pipelined reply.  NULL after an I/O error (c is dropped). */
-redisReply *lw__conn_read(struct lw_conn *c);
-
 #endif

@@ -8,13 +8,20 @@
 #include <pthread.h>
 #include <string.h>
 
-/* KEYS[1] lock; ARGV[1] token, ARGV[2] lease ms.  1 renewed, 0 not ours.
+/* Renew a batch of leases in one call.  KEYS: the locks; ARGV: their tokens,
+ * then their lease ms.  Returns one 1 (renewed) or 0 (not ours) per key.
  * Never re-creates a key that expired: a lost lease stays lost. */
 static const char renew_lua[] =
-    "if redis.call('get', KEYS[1]) == ARGV[1] then\n"
-    "  return redis.call('pexpire', KEYS[1], ARGV[2])\n"
+    "local n = #KEYS\n"
+    "local out = {}\n"
+    "for i = 1, n do\n"
+    "  if redis.call('get', KEYS[i]) == ARGV[i] then\n"
+    "    out[i] = redis.call('pexpire', KEYS[i], ARGV[n + i])\n"
+    "  else\n"
+    "    out[i] = 0\n"
+    "  end\n"
     "end\n"
-    "return 0\n";
+    "return out\n";
 
 /*
  * Waiting is fair by default: waiters queue in Redis, ordered by the server's

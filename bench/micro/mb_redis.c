@@ -13,8 +13,7 @@ redisContext *mb_redis_connect(void)
     int port;
     redisContext *c;
 
-    if (url == NULL ||
-        sscanf(url, "redis://%127[^:/]:%d", host, &port) != 2)
+    if (url == NULL || sscanf(url, "redis://%127[^:/]:%d", host, &port) != 2)
         mb_die("LOCKWEAVE_REDIS_URL must be redis://host:port (run me "
                "through bench/micro/run.sh or lw_with_redis)");
     c = redisConnect(host, port);

@@ -34,8 +34,9 @@ void mb_emit(const char *bench, const char *metric, double value,
         json_str(target);
     else
         printf("null");
-    printf(",\"ok\":%s,\"note\":",
-           target == NULL || ok < 0 ? "null" : ok ? "true" : "false");
+    printf(",\"ok\":%s,\"note\":", target == NULL || ok < 0 ? "null"
+                                   : ok                     ? "true"
+                                                            : "false");
     json_str(note != NULL ? note : "");
     printf("}\n");
     /* Lines must reach the pipe even if a later step crashes. */

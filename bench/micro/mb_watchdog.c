@@ -1,7 +1,7 @@
 /*
  * 3. The watchdog holding many leases: N locks of 1 s each, held in one
- * process for a while.  Measures renewals per second as Redis executed them
- * (INFO commandstats evalsha) and as the runtime counted them, CPU of the
+ * process for a while.  Measures renewals per second (the runtime's counter;
+ * Redis's EVALSHA count shows the batching), CPU of the
  * process over the holding window (getrusage: all threads, but the holders
  * sleep, so it is the watchdog's), and RSS per lease.
  *
@@ -147,13 +147,16 @@ int main(int argc, char **argv)
     for (int t = 0; t < THREADS; t++)
         pthread_join(th[t], NULL);
 
-    double per_s = (double)(ev1 - ev0) / wall;
+    /* Renewals are batched into one EVALSHA per watchdog wake-up, so the
+     * rate comes from the runtime's counter; Redis's call count shows the
+     * batching. */
+    double per_s = (double)(s1.renewed - s0.renewed) / wall;
     double expected = run.leases * 3000.0 / LEASE_MS;
     snprintf(note, sizeof note,
              "%d leases of %u ms held %.1f s by %d threads; expected %.0f/s "
-             "(a renewal every expire/3); runtime counted %.0f/s",
+             "(a renewal every expire/3); Redis saw %.0f EVALSHA/s (batches)",
              run.leases, LEASE_MS, wall, THREADS, expected,
-             (double)(s1.renewed - s0.renewed) / wall);
+             (double)(ev1 - ev0) / wall);
     mb_emit("watchdog", "renewals_per_s", per_s, "1/s", NULL, -1, note);
 
     double cpu_pct = (cpu1 - cpu0) / wall * 100;
@@ -161,8 +164,8 @@ int main(int argc, char **argv)
              "getrusage(SELF) over the window, %% of one core; redis-server "
              "itself used %.1f %% meanwhile",
              rcpu0 >= 0 ? (rcpu1 - rcpu0) / wall * 100 : -1.0);
-    mb_emit("watchdog", "cpu_pct_one_core", cpu_pct, "%", "<= 5",
-            cpu_pct <= 5, note);
+    mb_emit("watchdog", "cpu_pct_one_core", cpu_pct, "%", "<= 5", cpu_pct <= 5,
+            note);
 
     /* The larger of "just after taking them" and "after holding": the second
      * includes buffers the renewal pipelines grew. */
@@ -174,8 +177,8 @@ int main(int argc, char **argv)
              "delta %ld KiB; each held guard is another %zu B on the caller's "
              "stack (key inline)",
              grown / 1024, sizeof(lw_guard));
-    mb_emit("watchdog", "rss_bytes_per_lease", per_lease, "B",
-            "<= 256 + key", per_lease <= 256, note);
+    mb_emit("watchdog", "rss_bytes_per_lease", per_lease, "B", "<= 256 + key",
+            per_lease <= 256, note);
 
     snprintf(note, sizeof note,
              "keys with a TTL in Redis at the end (min PTTL %lld ms); on "
