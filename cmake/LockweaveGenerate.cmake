@@ -105,11 +105,16 @@ function(lockweave_generate target)
       endif()
     endforeach()
 
+    set(_lw_gen_scan)
+    if(TARGET lockweave::gen_scan)
+      set(_lw_gen_scan lockweave::gen_scan)
+    endif()
     add_custom_command(
       OUTPUT "${out}"
       COMMAND lockweave::gen "${abs}" -o "${out}" --depfile "${out}.d" ${touch}
               -- ${global_flags} ${target_flags} ${src_flags}
-      DEPENDS "${abs}" lockweave::gen
+      # The scanner too: a new parser must re-weave as a new front end does.
+      DEPENDS "${abs}" lockweave::gen ${_lw_gen_scan}
       DEPFILE "${out}.d"
       COMMENT "lockweave: weaving ${rel}"
       COMMAND_EXPAND_LISTS VERBATIM)

@@ -19,18 +19,48 @@
 #define LW_CLANG_RESOURCE_DIR ""
 #endif
 
+#ifdef LW_GEN_FRONT
+#include <errno.h>
+#include <limits.h>
+#include <unistd.h>
+
+/* Replace this process with lockweave-gen-scan, installed beside it, on the
+ * same command line.  Returns only on failure. */
+static void exec_scan(char **argv)
+{
+    char self[PATH_MAX], *slash;
+    static const char name[] = "lockweave-gen-scan";
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - sizeof name);
+
+    if (n <= 0 || (slash = memrchr(self, '/', (size_t)n)) == NULL) {
+        fprintf(stderr, "lockweave-gen: error: cannot find its own path\n");
+        return;
+    }
+    memcpy(slash + 1, name, sizeof name);
+    argv[0] = self;
+    execv(self, argv);
+    fprintf(stderr, "lockweave-gen: error: cannot run %s: %s\n", self,
+            strerror(errno));
+}
+#endif
+
 static void usage(FILE *f)
 {
-    fputs("usage: lockweave-gen [options] INPUT.c -o OUTPUT.c [-- compiler flags]\n"
-          "  -o FILE             the woven file to write\n"
-          "  --depfile FILE      also write a make-style depfile (all files read)\n"
-          "  -p BUILD_DIR        take the compiler flags from BUILD_DIR/compile_commands.json\n"
-          "  --resource-dir DIR  clang's resource directory (default: built in,\n"
-          "                      or $LOCKWEAVE_CLANG_RESOURCE_DIR)\n"
-          "  --touch             update OUTPUT's time even when its content is unchanged\n"
-          "                      (for build tools without restat, such as Make)\n"
-          "  --version, --help\n",
-          f);
+    fputs(
+        "usage: lockweave-gen [options] INPUT.c -o OUTPUT.c [-- compiler "
+        "flags]\n"
+        "  -o FILE             the woven file to write\n"
+        "  --depfile FILE      also write a make-style depfile (all files "
+        "read)\n"
+        "  -p BUILD_DIR        take the compiler flags from "
+        "BUILD_DIR/compile_commands.json\n"
+        "  --resource-dir DIR  clang's resource directory (default: built in,\n"
+        "                      or $LOCKWEAVE_CLANG_RESOURCE_DIR)\n"
+        "  --touch             update OUTPUT's time even when its content is "
+        "unchanged\n"
+        "                      (for build tools without restat, such as Make)\n"
+        "  --version, --help\n",
+        f);
 }
 
 int main(int argc, char **argv)
@@ -41,7 +71,9 @@ int main(int argc, char **argv)
     char *input_abs = NULL, *output_abs = NULL;
     lw_argv flags = {0}, seen = {0};
     lw_buf src = {0}, out = {0};
+#ifndef LW_GEN_FRONT
     lw_scan s = {0};
+#endif
     int dashdash = -1;
 
     if (!resdir || !*resdir)
@@ -62,21 +94,24 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--touch") == 0)
             touch = 1;
         else if (strcmp(a, "--version") == 0) {
-            printf("lockweave-gen %s (libclang resource dir %s)\n", LW_GEN_VERSION,
-                   resdir);
+            printf("lockweave-gen %s (libclang resource dir %s)\n",
+                   LW_GEN_VERSION, resdir);
             return 0;
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             return 0;
         } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "lockweave-gen: error: unknown option '%s' (compiler "
-                            "flags go after '--')\n", a);
+            fprintf(stderr,
+                    "lockweave-gen: error: unknown option '%s' (compiler "
+                    "flags go after '--')\n",
+                    a);
             usage(stderr);
             return 2;
         } else if (!input)
             input = a;
         else {
-            fprintf(stderr, "lockweave-gen: error: more than one input ('%s', '%s')\n",
+            fprintf(stderr,
+                    "lockweave-gen: error: more than one input ('%s', '%s')\n",
                     input, a);
             return 2;
         }
@@ -95,20 +130,29 @@ int main(int argc, char **argv)
     if (pdir && compdb_flags(pdir, input_abs, &flags) != 0)
         goto cleanup;
     if (dashdash > 0)
-        flags_filter(&flags, argv + dashdash + 1, argc - dashdash - 1, NULL, input);
+        flags_filter(&flags, argv + dashdash + 1, argc - dashdash - 1, NULL,
+                     input);
     /* The cheap path, before any parse: most files of a target see no
      * annotation at all. */
     if (!prescan_mentions(input_abs, src.p, &flags, &seen)) {
         weave_passthrough(input_abs, &out);
         if (file_write_if_changed(output_abs, out.p, out.len, touch) != 0 ||
-            (depfile && depfile_write(depfile, output_abs, (const char *const *)seen.v,
-                                      seen.n) != 0)) {
+            (depfile &&
+             depfile_write(depfile, output_abs, (const char *const *)seen.v,
+                           seen.n) != 0)) {
             perror("lockweave-gen: error: cannot write output");
             goto cleanup;
         }
         status = 0;
         goto cleanup;
     }
+#ifdef LW_GEN_FRONT
+    /* The rest needs libclang, and merely loading it (libLLVM's relocations
+     * and static constructors) costs ~20 ms, more than the whole cheap path
+     * above: the parse lives in a second executable, run only now. */
+    exec_scan(argv);
+    goto cleanup;
+#else
     /* What the scan adds: the annotate expansion of REDIS_LOCK, clang's own
      * headers (stddef.h, stdarg.h...) explicitly rather than by a guess
      * relative to libclang.so.  Warnings are not shown (the compiler shows
@@ -140,17 +184,20 @@ int main(int argc, char **argv)
     else
         weave(&s, output_abs, &out);
     if (file_write_if_changed(output_abs, out.p, out.len, touch) != 0 ||
-        (depfile && depfile_write(depfile, output_abs, (const char *const *)s.deps,
-                                  s.ndeps) != 0)) {
+        (depfile && depfile_write(depfile, output_abs,
+                                  (const char *const *)s.deps, s.ndeps) != 0)) {
         perror("lockweave-gen: error: cannot write output");
         goto cleanup;
     }
+#endif
     status = 0;
 cleanup:
     if (status != 0 && diag_errors())
-        fprintf(stderr, "%d error%s generated; %s not written.\n", diag_errors(),
-                diag_errors() == 1 ? "" : "s", output);
+        fprintf(stderr, "%d error%s generated; %s not written.\n",
+                diag_errors(), diag_errors() == 1 ? "" : "s", output);
+#ifndef LW_GEN_FRONT
     scan_free(&s);
+#endif
     argv_free(&flags);
     argv_free(&seen);
     buf_free(&src);
