@@ -21,6 +21,7 @@
 #define BACKOFF_MAX_US   100000 /* no notifications: poll at most this */
 #define NOTIFIED_POLL_US 200000 /* notifications: a missed one costs this */
 #define NAME_INLINE      256
+#define HOT_US           100000 /* a waited-for key stays "hot" this long */
 #define ALIVE_MS         "1000" /* > the longest poll: queued waiters stay alive */
 
 /*
@@ -233,6 +234,32 @@ static int wait_for(struct attempt *a, int64_t ttl_ms, int64_t deadline_us)
     return rc;
 }
 
+/* The last key this thread waited for, by hash, and until when to treat it
+ * as contended. */
+static _Thread_local struct {
+    uint64_t hash;
+    int64_t until_us;
+} hot;
+
+static uint64_t key_hash(const struct lw_gimpl *g)
+{
+    uint64_t h = 14695981039346656037ull; /* FNV-1a */
+    for (size_t i = 0; i < g->keylen; i++)
+        h = (h ^ (unsigned char)g->key[i]) * 1099511628211ull;
+    return h;
+}
+
+static int hot_key(const struct lw_gimpl *g, int64_t now_us)
+{
+    return now_us < hot.until_us && hot.hash == key_hash(g);
+}
+
+static void mark_hot(const struct lw_gimpl *g)
+{
+    hot.hash = key_hash(g);
+    hot.until_us = lw__now_us() + HOT_US;
+}
+
 int lw__acquire(struct lw_gimpl *g)
 {
     struct attempt a = {.g = g};
@@ -252,7 +279,11 @@ int lw__acquire(struct lw_gimpl *g)
     a.names = &names;
     attempt_init(&a);
 
-    rc = try_once(&a, &ttl_ms);
+    /* A key this thread just had to queue for is likely still contended:
+     * queue at once (the script also takes a free lock) rather than spend a
+     * round trip on a plain try that will find it busy. */
+    rc =
+        hot_key(g, start_us) && g->opts.wait_ms > 0 ? 0 : try_once(&a, &ttl_ms);
     if (rc == 0) {
         LW_STAT_ADD(contended, 1);
         rc = g->opts.wait_ms == 0
@@ -260,6 +291,8 @@ int lw__acquire(struct lw_gimpl *g)
                  : wait_for(&a, ttl_ms,
                             start_us + (int64_t)g->opts.wait_ms * 1000);
         lw__stat_wait((uint64_t)(lw__now_us() - start_us));
+        if (rc == 1)
+            mark_hot(g);
     }
     lw__names_free(&names);
     if (rc < 0)
