@@ -17,12 +17,16 @@ struct lw_lease {
     char token[LW_TOKEN_MAX];
     int toklen;
     uint32_t expire_ms;
+    char expire_str[12]; /* expire_ms in decimal, as the renew script wants */
+    int expire_len;
     int32_t renews_left;    /* < 0: unlimited */
     int64_t valid_until_ms; /* the lease surely ends by then (our clock) */
     int64_t due_ms;         /* next watchdog action */
-    int heap_idx; /* position in the watchdog heap, -1 if not queued */
-    int inflight; /* the watchdog is renewing it right now */
-    int lost;     /* atomic: set once, by watchdog or release */
+    int heap_idx;           /* position in the watchdog heap, -1 if not there */
+    int fifo;               /* watchdog FIFO it is queued in, -1 if none */
+    struct lw_lease *prev, *next; /* links in that FIFO */
+    int inflight;                 /* the watchdog is renewing it right now */
+    int lost;                     /* atomic: set once, by watchdog or release */
 };
 
 #endif

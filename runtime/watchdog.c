@@ -1,17 +1,21 @@
 /*
  * The watchdog: one thread per process keeps every held lease alive.
  *
- * Leases sit in a binary min-heap ordered by their next due time, so the
- * thread sleeps until exactly the next renewal instead of scanning all locks
- * on a fixed tick.  Due renewals go out together, as one script call on the
- * watchdog's own connection (one round trip and one Lua call for the batch).
- * A lease out of renewals (max_renew) gets one last event at the end of its
- * validity, where it is marked lost.
+ * The thread sleeps until exactly the next renewal instead of scanning all
+ * locks on a fixed tick.  A renewal is due a third of its lease after the
+ * last one, so leases of one length come due in the order they were queued:
+ * each length gets a FIFO (O(1) to queue, pop and cancel).  Events out of
+ * that order — a lease's end once max_renew ran out, a retry after a failed
+ * round trip — go to a binary min-heap ordered by due time.  Due renewals go
+ * out together, as one script call on the watchdog's own connection (one round
+ * trip and one Lua call for the batch). A lease out of renewals (max_renew)
+ * gets one last event at the end of its validity, where it is marked lost.
  */
 #include "watchdog.h"
 
 #include <lockweave.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +28,7 @@
 #define BATCH_MAX      256
 #define BATCH_SLACK_MS 5 /* renew a little early to batch neighbours */
 #define IDLE_WAKE_MS   1000
+#define FIFOS_MAX      16 /* lease lengths with a FIFO of their own */
 
 /* A heap entry carries its due time: sifting compares inside this one array
  * and never follows a pointer into a lease on some thread's stack (with
@@ -33,8 +38,15 @@ struct slot {
     struct lw_lease *lease;
 };
 
+struct fifo {
+    uint32_t expire_ms;
+    struct lw_lease *head, *tail;
+};
+
 static struct {
     pthread_mutex_t mu;
+    struct fifo fifos[FIFOS_MAX];
+    int nfifos;
     pthread_cond_t cond;    /* work for the thread */
     pthread_cond_t settled; /* an in-flight batch finished */
     struct slot *heap;
@@ -112,6 +124,97 @@ static void heap_remove(struct lw_lease *l)
     heap_down(wd.heap[i].lease->heap_idx);
 }
 
+static void lease_lost(struct lw_lease *l, const char *why)
+{
+    lw__lease_mark_lost(l);
+    lw__log(LW_LOG_WARN, "lock %.*s lost: %s", (int)l->keylen, l->key, why);
+}
+
+/* The FIFO for leases of l's length, created on first use; NULL when all
+ * FIFOS_MAX are taken by other lengths. */
+static struct fifo *fifo_for(const struct lw_lease *l)
+{
+    for (int i = 0; i < wd.nfifos; i++)
+        if (wd.fifos[i].expire_ms == l->expire_ms)
+            return &wd.fifos[i];
+    if (wd.nfifos == FIFOS_MAX)
+        return NULL;
+    wd.fifos[wd.nfifos].expire_ms = l->expire_ms;
+    wd.fifos[wd.nfifos].head = wd.fifos[wd.nfifos].tail = NULL;
+    return &wd.fifos[wd.nfifos++];
+}
+
+static int queue_lease(struct lw_lease *l)
+{
+    struct fifo *f = l->renews_left != 0 ? fifo_for(l) : NULL;
+
+    l->fifo = -1;
+    if (f == NULL || (f->tail != NULL && f->tail->due_ms > l->due_ms))
+        return heap_push(l); /* out of order for its FIFO */
+    l->fifo = (int)(f - wd.fifos);
+    l->prev = f->tail;
+    l->next = NULL;
+    if (f->tail)
+        f->tail->next = l;
+    else
+        f->head = l;
+    f->tail = l;
+    return LW_OK;
+}
+
+static void unqueue_lease(struct lw_lease *l)
+{
+    struct fifo *f;
+
+    if (l->heap_idx >= 0) {
+        heap_remove(l);
+        return;
+    }
+    if (l->fifo < 0)
+        return;
+    f = &wd.fifos[l->fifo];
+    if (l->prev)
+        l->prev->next = l->next;
+    else
+        f->head = l->next;
+    if (l->next)
+        l->next->prev = l->prev;
+    else
+        f->tail = l->prev;
+    l->fifo = -1;
+}
+
+static struct lw_lease *earliest(void)
+{
+    struct lw_lease *best = wd.n ? wd.heap[0].lease : NULL;
+
+    for (int i = 0; i < wd.nfifos; i++) {
+        struct lw_lease *h = wd.fifos[i].head;
+        if (h != NULL && (best == NULL || h->due_ms < best->due_ms))
+            best = h;
+    }
+    return best;
+}
+
+/* Drop every queued lease (stop, fork child), marking each lost if asked. */
+static void forget_all(const char *lost_why)
+{
+    for (int i = 0; i < wd.n; i++) {
+        if (lost_why)
+            lease_lost(wd.heap[i].lease, lost_why);
+        wd.heap[i].lease->heap_idx = -1;
+    }
+    wd.n = 0;
+    for (int i = 0; i < wd.nfifos; i++) {
+        for (struct lw_lease *l = wd.fifos[i].head; l != NULL; l = l->next) {
+            if (lost_why)
+                lease_lost(l, lost_why);
+            l->fifo = -1;
+        }
+        wd.fifos[i].head = wd.fifos[i].tail = NULL;
+    }
+}
+
 /* Next event: a renewal at a third of the lease, or, with no renewals left,
  * the moment the lease ends. */
 static void schedule(struct lw_lease *l, int64_t now)
@@ -122,18 +225,10 @@ static void schedule(struct lw_lease *l, int64_t now)
         l->due_ms = now + (l->expire_ms / 3 ? l->expire_ms / 3 : 1);
 }
 
-static void lease_lost(struct lw_lease *l, const char *why)
-{
-    lw__lease_mark_lost(l);
-    lw__log(LW_LOG_WARN, "lock %.*s lost: %s", (int)l->keylen, l->key, why);
-}
-
 /* Settle one lease from its result (1 renewed, 0 not ours, -1 no answer);
  * returns 1 when it stays queued. */
-static int settle(struct lw_lease *l, int result, int64_t sent_ms)
+static int settle(struct lw_lease *l, int result, int64_t sent_ms, int64_t now)
 {
-    int64_t now = lw__now_ms();
-
     if (l->renews_left == 0 && l->due_ms <= now) {
         lease_lost(l, "max_renew renewals used up and the lease ran out");
         return 0;
@@ -167,7 +262,6 @@ static void send_batch(struct lw_lease **batch, int n, int *results)
 {
     static const char *argv[3 * BATCH_MAX]; /* watchdog thread only */
     static size_t lens[3 * BATCH_MAX];
-    static char ms[BATCH_MAX][16];
     static int pos[BATCH_MAX];
     redisReply *r = NULL;
     int m = 0, replayed;
@@ -183,9 +277,8 @@ static void send_batch(struct lw_lease **batch, int n, int *results)
         lens[j] = l->keylen;
         argv[m + j] = l->token;
         lens[m + j] = (size_t)l->toklen;
-        argv[2 * m + j] = ms[j];
-        lens[2 * m + j] =
-            (size_t)snprintf(ms[j], sizeof ms[j], "%u", l->expire_ms);
+        argv[2 * m + j] = l->expire_str;
+        lens[2 * m + j] = (size_t)l->expire_len;
     }
     if (m == 0 || lw__conn_script(wd.conn, LW_SCRIPT_RENEW, m, 2 * m, argv,
                                   lens, &r, &replayed) != LW_OK)
@@ -200,13 +293,13 @@ static void send_batch(struct lw_lease **batch, int n, int *results)
 /* Take due leases off the heap (mu held); they are marked in flight. */
 static int collect_due(struct lw_lease **batch, int64_t now)
 {
+    struct lw_lease *l;
     int n = 0;
 
-    while (wd.n > 0 && n < BATCH_MAX &&
-           wd.heap[0].due_ms <= now + BATCH_SLACK_MS &&
-           !(wd.heap[0].lease->renews_left == 0 && wd.heap[0].due_ms > now)) {
-        struct lw_lease *l = wd.heap[0].lease;
-        heap_remove(l);
+    while (n < BATCH_MAX && (l = earliest()) != NULL &&
+           l->due_ms <= now + BATCH_SLACK_MS &&
+           !(l->renews_left == 0 && l->due_ms > now)) {
+        unqueue_lease(l);
         l->inflight = 1;
         batch[n++] = l;
     }
@@ -225,7 +318,8 @@ static void *watchdog_main(void *arg)
         int n = collect_due(batch, now);
 
         if (n == 0) {
-            int64_t until = wd.n ? wd.heap[0].due_ms : now + IDLE_WAKE_MS;
+            struct lw_lease *next = earliest();
+            int64_t until = next ? next->due_ms : now + IDLE_WAKE_MS;
             struct timespec ts = lw__abstime_us(until * 1000);
             wd.sleep_until_ms = until;
             pthread_cond_timedwait(&wd.cond, &wd.mu, &ts);
@@ -235,9 +329,11 @@ static void *watchdog_main(void *arg)
         pthread_mutex_unlock(&wd.mu);
         send_batch(batch, n, results);
         pthread_mutex_lock(&wd.mu);
+        int64_t done = lw__now_ms();
         for (int i = 0; i < n; i++) {
             batch[i]->inflight = 0;
-            if (settle(batch[i], results[i], now) && heap_push(batch[i]))
+            if (settle(batch[i], results[i], now, done) &&
+                queue_lease(batch[i]))
                 lease_lost(batch[i], "out of memory in the watchdog");
         }
         pthread_cond_broadcast(&wd.settled);
@@ -272,11 +368,14 @@ int lw__watchdog_add(struct lw_lease *l)
 
     l->inflight = 0;
     l->heap_idx = -1;
+    l->fifo = -1;
+    l->expire_len =
+        snprintf(l->expire_str, sizeof l->expire_str, "%u", l->expire_ms);
     schedule(l, lw__now_ms());
     pthread_mutex_lock(&wd.mu);
     rc = start_locked();
     if (rc == LW_OK)
-        rc = heap_push(l);
+        rc = queue_lease(l);
     /* Wake the thread only if it sleeps past this lease's first event: with
      * equal leases that is rare, so a busy lock loop causes no wake-ups. */
     if (rc == LW_OK && wd.sleep_until_ms != 0 && l->due_ms < wd.sleep_until_ms)
@@ -290,8 +389,7 @@ void lw__watchdog_remove(struct lw_lease *l)
     pthread_mutex_lock(&wd.mu);
     while (l->inflight)
         pthread_cond_wait(&wd.settled, &wd.mu);
-    if (l->heap_idx >= 0)
-        heap_remove(l);
+    unqueue_lease(l);
     pthread_mutex_unlock(&wd.mu);
 }
 
@@ -307,11 +405,7 @@ void lw__watchdog_stop(void)
     pthread_mutex_unlock(&wd.mu);
     pthread_join(wd.thread, NULL);
     pthread_mutex_lock(&wd.mu);
-    for (int i = 0; i < wd.n; i++) {
-        lease_lost(wd.heap[i].lease, "lw_shutdown() stopped its renewal");
-        wd.heap[i].lease->heap_idx = -1;
-    }
-    wd.n = 0;
+    forget_all("lw_shutdown() stopped its renewal");
     wd.started = 0;
     lw__conn_free(wd.conn);
     wd.conn = NULL;
@@ -334,9 +428,7 @@ void lw__watchdog_atfork_parent(void)
  * forget them all; the connection is the parent's socket, closed unused. */
 void lw__watchdog_atfork_child(void)
 {
-    for (int i = 0; i < wd.n; i++)
-        wd.heap[i].lease->heap_idx = -1;
-    wd.n = 0;
+    forget_all(NULL);
     wd.started = 0;
     wd.sleep_until_ms = 0;
     lw__conn_free(wd.conn);
