@@ -189,7 +189,8 @@ static int enqueue(struct attempt *a, int join, int64_t *ttl_ms)
  * compete) or hands us the lock, the holder's TTL runs out, a poll is due,
  * or the deadline comes.  Each poll refreshes our place and alive key.
  */
-static int wait_for(struct attempt *a, int64_t ttl_ms, int64_t deadline_us)
+static int wait_for(struct attempt *a, int64_t ttl_ms, int64_t deadline_us,
+                    int *queued)
 {
     struct lw_gimpl *g = a->g;
     struct lw_waiter w = {.token = g->lease.token,
@@ -207,6 +208,7 @@ static int wait_for(struct attempt *a, int64_t ttl_ms, int64_t deadline_us)
            (size_t)g->lease.toklen);
     notified = lw__wake_join(&w, a->names->chan, a->names->chanlen);
     rc = enqueue(a, 1, &ttl_ms);
+    *queued = rc == 0;
     while (rc == 0) {
         int64_t left_us = deadline_us - lw__now_us();
         uint64_t granted;
@@ -254,18 +256,12 @@ static int hot_key(const struct lw_gimpl *g, int64_t now_us)
     return now_us < hot.until_us && hot.hash == key_hash(g);
 }
 
-static void mark_hot(const struct lw_gimpl *g)
-{
-    hot.hash = key_hash(g);
-    hot.until_us = lw__now_us() + HOT_US;
-}
-
 int lw__acquire(struct lw_gimpl *g)
 {
     struct attempt a = {.g = g};
     struct lw_names names;
     int64_t start_us = lw__now_us(), ttl_ms = 0;
-    int rc, toklen;
+    int rc, toklen, queued = 0;
 
     rc = lw__conn_thread(&a.conn);
     if (rc != LW_OK)
@@ -286,13 +282,15 @@ int lw__acquire(struct lw_gimpl *g)
         hot_key(g, start_us) && g->opts.wait_ms > 0 ? 0 : try_once(&a, &ttl_ms);
     if (rc == 0) {
         LW_STAT_ADD(contended, 1);
-        rc = g->opts.wait_ms == 0
-                 ? LW_ETIMEOUT
-                 : wait_for(&a, ttl_ms,
-                            start_us + (int64_t)g->opts.wait_ms * 1000);
+        rc =
+            g->opts.wait_ms == 0
+                ? LW_ETIMEOUT
+                : wait_for(&a, ttl_ms,
+                           start_us + (int64_t)g->opts.wait_ms * 1000, &queued);
         lw__stat_wait((uint64_t)(lw__now_us() - start_us));
-        if (rc == 1)
-            mark_hot(g);
+        /* Hot while we keep having to queue; cold as soon as it is free. */
+        hot.until_us = queued ? lw__now_us() + HOT_US : 0;
+        hot.hash = key_hash(g);
     }
     lw__names_free(&names);
     if (rc < 0)
