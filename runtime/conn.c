@@ -30,6 +30,7 @@ void lw__conn_free(struct lw_conn *c)
     if (c == NULL)
         return;
     lw__conn_drop(c);
+    lw__resp_free(&c->out);
     free(c);
 }
 
@@ -207,6 +208,21 @@ static int build_argv(int id, int use_sha, int nkeys, int nargs,
     return n + 3;
 }
 
+/* Send what c->out holds, then read n replies into out; -1 on I/O error. */
+static int send_and_read(struct lw_conn *c, redisReply **out, int n)
+{
+    int rc =
+        redisAppendFormattedCommand(c->ctx, c->out.p, c->out.len) == REDIS_OK
+            ? 0
+            : -1;
+
+    c->out.len = 0;
+    for (int i = 0; rc == 0 && i < n; i++)
+        if (redisGetReply(c->ctx, (void **)&out[i]) != REDIS_OK)
+            rc = -1;
+    return rc;
+}
+
 static redisReply *run_script(struct lw_conn *c, int id, int nkeys, int nargs,
                               const char *const *in, const size_t *inlen)
 {
@@ -225,14 +241,19 @@ static redisReply *run_script(struct lw_conn *c, int id, int nkeys, int nargs,
             goto cleanup;
     }
     argc = build_argv(id, use_sha, nkeys, nargs, in, inlen, argv, lens, nbuf);
-    r = redisCommandArgv(c->ctx, argc, argv, lens);
-    if (r != NULL && use_sha && r->type == REDIS_REPLY_ERROR &&
+    if (lw__resp_cmd(&c->out, argc, argv, lens) != 0 ||
+        send_and_read(c, &r, 1) != 0)
+        goto cleanup;
+    if (use_sha && r->type == REDIS_REPLY_ERROR &&
         strncmp(r->str, "NOSCRIPT", 8) == 0) {
         /* The server lost its script cache: EVAL sends the text and caches
          * it again for every later EVALSHA. */
         freeReplyObject(r);
+        r = NULL;
         argc = build_argv(id, 0, nkeys, nargs, in, inlen, argv, lens, nbuf);
-        r = redisCommandArgv(c->ctx, argc, argv, lens);
+        if (lw__resp_cmd(&c->out, argc, argv, lens) != 0 ||
+            send_and_read(c, &r, 1) != 0)
+            goto cleanup;
     }
 cleanup:
     if (argv != small_argv)
@@ -262,13 +283,12 @@ static int attempt(struct lw_conn *c, const struct request *req,
         return out[0] ? 0 : -1;
     }
     for (int i = 0; i < req->ncmds; i++)
-        if (redisAppendCommandArgv(c->ctx, req->cmds[i].argc, req->cmds[i].argv,
-                                   req->cmds[i].lens) != REDIS_OK)
+        if (lw__resp_cmd(&c->out, req->cmds[i].argc, req->cmds[i].argv,
+                         req->cmds[i].lens) != 0) {
+            c->out.len = 0;
             return -1;
-    for (int i = 0; i < req->ncmds; i++)
-        if (redisGetReply(c->ctx, (void **)&out[i]) != REDIS_OK)
-            return -1;
-    return 0;
+        }
+    return send_and_read(c, out, req->ncmds);
 }
 
 static void free_replies(redisReply **out, int n)

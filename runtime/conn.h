@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "resp.h"
+
 /*
  * One Redis connection, used by one thread at a time.  Every guarded thread
  * has its own (lw__conn_thread()), so no hiredis context is ever shared
@@ -16,9 +18,10 @@ struct lw_conn {
     unsigned fork_gen;   /* lw__fork_gen the context was opened in */
     int64_t retry_at_ms; /* no reconnect attempt before this (backoff) */
     int backoff_ms;
-    int fresh;   /* opened by the current call: no replay on error */
-    int failing; /* last attempt failed: log the recovery */
-    int last_rc; /* why it failed, repeated while backing off */
+    int fresh;          /* opened by the current call: no replay on error */
+    int failing;        /* last attempt failed: log the recovery */
+    int last_rc;        /* why it failed, repeated while backing off */
+    struct lw_resp out; /* commands being formatted, reused */
 };
 
 struct lw_conn *lw__conn_new(void);
