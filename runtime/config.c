@@ -20,7 +20,9 @@ static struct lw_settings *current;
 static unsigned next_gen = 1;
 static struct lw_settings oom_settings = {.error = LW_ENOMEM};
 
-static int env_int(const char *name, int fallback)
+/* A millisecond count from the environment, at least min; fallback (with a
+ * warning) when unset or not a number in range. */
+static int env_int(const char *name, int min, int fallback)
 {
     const char *v = getenv(name);
     char *end;
@@ -29,9 +31,9 @@ static int env_int(const char *name, int fallback)
     if (v == NULL || *v == '\0')
         return fallback;
     n = strtol(v, &end, 10);
-    if (*end != '\0' || n <= 0 || n > 3600 * 1000) {
-        lw__log(LW_LOG_WARN, "ignoring %s=%s: not a positive millisecond count",
-                name, v);
+    if (*end != '\0' || n < min || n > 3600 * 1000) {
+        lw__log(LW_LOG_WARN, "ignoring %s=%s: not a millisecond count >= %d",
+                name, v, min);
         return fallback;
     }
     return (int)n;
@@ -62,17 +64,13 @@ static struct lw_settings *settings_new(const lw_config *cfg)
     s->connect_timeout_ms =
         cfg->connect_timeout_ms > 0
             ? cfg->connect_timeout_ms
-            : env_int("LOCKWEAVE_CONNECT_TIMEOUT_MS", DEFAULT_CONNECT_MS);
+            : env_int("LOCKWEAVE_CONNECT_TIMEOUT_MS", 1, DEFAULT_CONNECT_MS);
     s->command_timeout_ms =
         cfg->command_timeout_ms > 0
             ? cfg->command_timeout_ms
-            : env_int("LOCKWEAVE_COMMAND_TIMEOUT_MS", DEFAULT_COMMAND_MS);
-    /* 0 is meaningful here (strict FIFO), so not env_int(). */
-    s->handoff_ms = DEFAULT_HANDOFF_MS;
-    if (getenv("LOCKWEAVE_HANDOFF_MS") != NULL)
-        s->handoff_ms = atoi(getenv("LOCKWEAVE_HANDOFF_MS"));
-    if (s->handoff_ms < 0)
-        s->handoff_ms = DEFAULT_HANDOFF_MS;
+            : env_int("LOCKWEAVE_COMMAND_TIMEOUT_MS", 1, DEFAULT_COMMAND_MS);
+    /* 0 is meaningful here: strict FIFO. */
+    s->handoff_ms = env_int("LOCKWEAVE_HANDOFF_MS", 0, DEFAULT_HANDOFF_MS);
     s->error = lw__url_parse(url, &s->url, err, sizeof err);
     if (s->error == LW_ECONFIG)
         lw__log(LW_LOG_ERROR, "%s", err);
