@@ -22,9 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NKEYS 1000
-#define WARMUP 50
-#define TTL_MS 10000
+#define NKEYS   1000
+#define WARMUP  50
+#define TTL_MS  10000
 #define WAIT_MS 10000
 
 enum { UNCONTENDED, CONTENDED, SPREAD };

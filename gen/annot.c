@@ -29,7 +29,8 @@ static size_t skip_ws(const char *s, size_t n, size_t i)
     while (i < n) {
         if (is_space(s[i]))
             i++;
-        else if (s[i] == '\\' && i + 1 < n && (s[i + 1] == '\n' || s[i + 1] == '\r'))
+        else if (s[i] == '\\' && i + 1 < n &&
+                 (s[i + 1] == '\n' || s[i + 1] == '\r'))
             i += 2;
         else if (s[i] == '/' && i + 1 < n && s[i + 1] == '*') {
             const char *e = strstr(s + i + 2, "*/");
@@ -141,13 +142,27 @@ static int decode_strings(const char *s, size_t b, size_t e, lw_buf *out,
             if (c == '\\' && i < e) {
                 char x = s[i++];
                 switch (x) {
-                case 'n': c = '\n'; break;
-                case 't': c = '\t'; break;
-                case 'r': c = '\r'; break;
-                case 'a': c = '\a'; break;
-                case 'b': c = '\b'; break;
-                case 'f': c = '\f'; break;
-                case 'v': c = '\v'; break;
+                case 'n':
+                    c = '\n';
+                    break;
+                case 't':
+                    c = '\t';
+                    break;
+                case 'r':
+                    c = '\r';
+                    break;
+                case 'a':
+                    c = '\a';
+                    break;
+                case 'b':
+                    c = '\b';
+                    break;
+                case 'f':
+                    c = '\f';
+                    break;
+                case 'v':
+                    c = '\v';
+                    break;
                 case 'x': {
                     unsigned v = 0;
                     while (i < e && hexval(s[i]) >= 0)
@@ -158,7 +173,8 @@ static int decode_strings(const char *s, size_t b, size_t e, lw_buf *out,
                 default:
                     if (x >= '0' && x <= '7') {
                         unsigned v = (unsigned)(x - '0');
-                        for (int k = 0; k < 2 && i < e && s[i] >= '0' && s[i] <= '7'; k++)
+                        for (int k = 0;
+                             k < 2 && i < e && s[i] >= '0' && s[i] <= '7'; k++)
                             v = v * 8 + (unsigned)(s[i++] - '0');
                         c = (unsigned char)v;
                     } else
@@ -255,13 +271,15 @@ static int parse_duration(lw_annot *a, int argi, const char *what,
             p++;
     }
     if (*p == '-') {
-        diag(LW_DIAG_ERROR, a->src, off, "%s must not be negative: '%s'", what, t);
+        diag(LW_DIAG_ERROR, a->src, off, "%s must not be negative: '%s'", what,
+             t);
         goto cleanup;
     }
     if (!isdigit((unsigned char)*p)) {
         diag(LW_DIAG_ERROR, a->src, off,
              "bad %s '%s': write a duration like 500ms, 10s or 2m (a bare "
-             "number is seconds)", what, t);
+             "number is seconds)",
+             what, t);
         goto cleanup;
     }
     errno = 0;
@@ -281,7 +299,8 @@ static int parse_duration(lw_annot *a, int argi, const char *what,
         mult = 3600000;
     else {
         diag(LW_DIAG_ERROR, a->src, off,
-             "bad %s '%s': unknown unit '%s' (use ms, s, m or h)", what, t, end);
+             "bad %s '%s': unknown unit '%s' (use ms, s, m or h)", what, t,
+             end);
         goto cleanup;
     }
     if (errno || v > UINT32_MAX / mult) {
@@ -313,7 +332,8 @@ int annot_parse(lw_annot *a)
     a->max_renew = -1;
     int cnt = split_args(s, n, 0, 0, sp, MAXARGS, NULL);
     if (cnt < 0) {
-        diag(LW_DIAG_ERROR, a->src, a->at, "cannot read the REDIS_LOCK arguments");
+        diag(LW_DIAG_ERROR, a->src, a->at,
+             "cannot read the REDIS_LOCK arguments");
         return -1;
     }
     locate_raw(a, cnt);
@@ -344,7 +364,8 @@ int annot_parse(lw_annot *a)
         const char *o = s + sp[i].b;
         size_t olen = sp[i].e - sp[i].b;
         size_t nlen = 0;
-        while (nlen < olen && (isalnum((unsigned char)o[nlen]) || o[nlen] == '_'))
+        while (nlen < olen &&
+               (isalnum((unsigned char)o[nlen]) || o[nlen] == '_'))
             nlen++;
         size_t eq = nlen;
         while (eq < olen && is_space(o[eq]))
@@ -367,7 +388,8 @@ int annot_parse(lw_annot *a)
         if (which < 0) {
             diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, i),
                  "unknown REDIS_LOCK option '%.*s' (known: max_renew, on_fail, "
-                 "skip_if)", (int)nlen, o);
+                 "skip_if)",
+                 (int)nlen, o);
             continue;
         }
         if (seen[which] >= 0) {

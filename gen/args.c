@@ -30,36 +30,73 @@ void argv_free(lw_argv *v)
 
 /* GCC options clang rejects or warns about; a prefix match drops them. */
 static const char *const gcc_only[] = {
-    "-fno-tree-", "-ftree-", "-fipa-", "-fno-ipa-", "-fconserve-stack",
-    "-fmax-errors=", "-fno-var-tracking", "-fvar-tracking", "-fanalyzer",
-    "-fplugin", "-specs=", "-fno-allow-store-data-races", "-fsched-",
-    "-fno-sched-", "-fgcse", "-fno-gcse", "-flto-partition=", "-fcompare-debug",
-    "-fno-reorder-blocks", "-fstack-usage", "-fcallgraph-info", "-fdump-",
-    "-fopt-info", "-Wp,", "-fmerge-constants", "-fno-merge-constants",
-    "-fno-early-inlining", "-fprofile-update", "-fipa-pta", "-fpartial-inlining",
-    "-fdiagnostics-urls", "-fno-diagnostics-show-caret", "-fno-semantic-interposition",
-    "-fzero-call-used-regs", "-fharden", "-fno-inline-functions-called-once",
-    "-fno-inline-small-functions", "-fsanitize-address-use-after-scope",
-    "-Wa,", "-Wl,", "-save-temps",
+    "-fno-tree-",
+    "-ftree-",
+    "-fipa-",
+    "-fno-ipa-",
+    "-fconserve-stack",
+    "-fmax-errors=",
+    "-fno-var-tracking",
+    "-fvar-tracking",
+    "-fanalyzer",
+    "-fplugin",
+    "-specs=",
+    "-fno-allow-store-data-races",
+    "-fsched-",
+    "-fno-sched-",
+    "-fgcse",
+    "-fno-gcse",
+    "-flto-partition=",
+    "-fcompare-debug",
+    "-fno-reorder-blocks",
+    "-fstack-usage",
+    "-fcallgraph-info",
+    "-fdump-",
+    "-fopt-info",
+    "-Wp,",
+    "-fmerge-constants",
+    "-fno-merge-constants",
+    "-fno-early-inlining",
+    "-fprofile-update",
+    "-fipa-pta",
+    "-fpartial-inlining",
+    "-fdiagnostics-urls",
+    "-fno-diagnostics-show-caret",
+    "-fno-semantic-interposition",
+    "-fzero-call-used-regs",
+    "-fharden",
+    "-fno-inline-functions-called-once",
+    "-fno-inline-small-functions",
+    "-fsanitize-address-use-after-scope",
+    "-Wa,",
+    "-Wl,",
+    "-save-temps",
     /* the scan reports errors only: warnings must not become errors */
-    "-Werror", "-pedantic-errors", "-Wfatal-errors",
+    "-Werror",
+    "-pedantic-errors",
+    "-Wfatal-errors",
 };
 
 /* Options that only matter for the output, with a separate argument. */
-static const char *const drop_with_arg[] = {"-o", "-MF", "-MT", "-MQ", "-Xlinker",
-                                            "-dumpbase", "-dumpdir", "-aux-info"};
-static const char *const drop_exact[] = {"-c", "-S", "-E", "-M", "-MM", "-MD",
-                                         "-MMD", "-MP", "-MG", "-fsyntax-only",
-                                         "-pipe", "-v", "-shared", "-pie",
-                                         "-rdynamic", "-static"};
+static const char *const drop_with_arg[] = {"-o",       "-MF",      "-MT",
+                                            "-MQ",      "-Xlinker", "-dumpbase",
+                                            "-dumpdir", "-aux-info"};
+static const char *const drop_exact[] = {
+    "-c",     "-S",   "-E",      "-M",   "-MM",
+    "-MD",    "-MMD", "-MP",     "-MG",  "-fsyntax-only",
+    "-pipe",  "-v",   "-shared", "-pie", "-rdynamic",
+    "-static"};
 
 /* Options whose (joined or separate) argument is a path relative to the
  * compile's directory. */
-static const char *const path_opts[] = {"-I", "-isystem", "-iquote",
+static const char *const path_opts[] = {"-I",         "-isystem", "-iquote",
                                         "-idirafter", "-include", "-imacros",
-                                        "-isysroot", "--sysroot"};
+                                        "-isysroot",  "--sysroot"};
 
-static int starts(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
+static int starts(const char *s, const char *p)
+{
+    return strncmp(s, p, strlen(p)) == 0;
+}
 
 static void push_path(lw_argv *out, const char *opt, const char *p,
                       const char *dir, int joined)
@@ -100,11 +137,13 @@ void flags_filter(lw_argv *out, char *const *in, int n, const char *dir,
                 hit = 1;
         /* -o<file>, -MF<file>, the input itself, other sources/objects. */
         if (hit || (starts(a, "-o") && a[2]) || starts(a, "-MF") ||
-            starts(a, "-MT") || starts(a, "-MQ") || (input && strcmp(a, input) == 0))
+            starts(a, "-MT") || starts(a, "-MQ") ||
+            (input && strcmp(a, input) == 0))
             continue;
         if (a[0] != '-') {
             size_t l = strlen(a);
-            if (l > 2 && (strcmp(a + l - 2, ".c") == 0 || strcmp(a + l - 2, ".o") == 0))
+            if (l > 2 &&
+                (strcmp(a + l - 2, ".c") == 0 || strcmp(a + l - 2, ".o") == 0))
                 continue;
         }
         int done = 0;
@@ -115,11 +154,13 @@ void flags_filter(lw_argv *out, char *const *in, int n, const char *dir,
                 push_path(out, o, in[++i], dir, 0);
                 done = 1;
             } else if (strncmp(a, o, ol) == 0 && a[ol] &&
-                       (ol == 2 || strcmp(o, "--sysroot") != 0 || a[ol] == '=')) {
+                       (ol == 2 || strcmp(o, "--sysroot") != 0 ||
+                        a[ol] == '=')) {
                 /* -Ifoo, --sysroot=foo; not -include mistaken for -I nclude */
-                if (ol == 2 && (starts(a, "-include") || starts(a, "-imacros") ||
-                                starts(a, "-isystem") || starts(a, "-iquote") ||
-                                starts(a, "-idirafter") || starts(a, "-isysroot")))
+                if (ol == 2 &&
+                    (starts(a, "-include") || starts(a, "-imacros") ||
+                     starts(a, "-isystem") || starts(a, "-iquote") ||
+                     starts(a, "-idirafter") || starts(a, "-isysroot")))
                     continue;
                 const char *p = a + ol + (a[ol] == '=');
                 lw_buf opt = {0};
@@ -158,17 +199,29 @@ static int jstr(jp *j, lw_buf *b)
         if (c == '\\' && j->p < j->e) {
             c = *j->p++;
             switch (c) {
-            case 'n': c = '\n'; break;
-            case 't': c = '\t'; break;
-            case 'r': c = '\r'; break;
-            case 'b': c = '\b'; break;
-            case 'f': c = '\f'; break;
+            case 'n':
+                c = '\n';
+                break;
+            case 't':
+                c = '\t';
+                break;
+            case 'r':
+                c = '\r';
+                break;
+            case 'b':
+                c = '\b';
+                break;
+            case 'f':
+                c = '\f';
+                break;
             case 'u': {
                 unsigned v = 0;
                 for (int k = 0; k < 4 && j->p < j->e; k++)
-                    v = v * 16 + (unsigned)(isdigit((unsigned char)*j->p)
-                                                ? *j->p - '0'
-                                                : (tolower((unsigned char)*j->p) - 'a' + 10)),
+                    v = v * 16 +
+                        (unsigned)(isdigit((unsigned char)*j->p)
+                                       ? *j->p - '0'
+                                       : (tolower((unsigned char)*j->p) - 'a' +
+                                          10)),
                     j->p++;
                 /* Paths and flags are ASCII in practice; keep BMP as UTF-8. */
                 if (b) {
@@ -185,7 +238,8 @@ static int jstr(jp *j, lw_buf *b)
                 }
                 continue;
             }
-            default: break; /* \" \\ \/ */
+            default:
+                break; /* \" \\ \/ */
             }
         }
         if (b)
@@ -402,14 +456,15 @@ int compdb_flags(const char *build_dir, const char *input_abs, lw_argv *out)
     }
 notfound:
     if (!found) {
-        fprintf(stderr, "lockweave-gen: error: %s has no entry for %s\n", path.p,
-                input_abs);
+        fprintf(stderr, "lockweave-gen: error: %s has no entry for %s\n",
+                path.p, input_abs);
         goto cleanup;
     }
     rc = 0;
     goto cleanup;
 bad:
-    fprintf(stderr, "lockweave-gen: error: %s is not a valid compilation database\n",
+    fprintf(stderr,
+            "lockweave-gen: error: %s is not a valid compilation database\n",
             path.p);
 cleanup:
     buf_free(&path);

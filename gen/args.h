@@ -22,8 +22,6 @@ void flags_filter(lw_argv *out, char *const *in, int n, const char *dir,
  * input_abs.  0, or -1 after printing why. */
 int compdb_flags(const char *build_dir, const char *input_abs, lw_argv *out);
 
-
-
 /* prescan.c: 1 when REDIS_LOCK appears in text (the file at path) or in a
  * project header it includes (by text, without preprocessing).  Appends
  * every file read to seen. */

@@ -41,7 +41,10 @@ char *xstrndup(const char *s, size_t n)
     return d;
 }
 
-char *xstrdup(const char *s) { return xstrndup(s, strlen(s)); }
+char *xstrdup(const char *s)
+{
+    return xstrndup(s, strlen(s));
+}
 
 void buf_put(lw_buf *b, const void *p, size_t n)
 {
@@ -58,9 +61,15 @@ void buf_put(lw_buf *b, const void *p, size_t n)
     b->p[b->len] = 0;
 }
 
-void buf_puts(lw_buf *b, const char *s) { buf_put(b, s, strlen(s)); }
+void buf_puts(lw_buf *b, const char *s)
+{
+    buf_put(b, s, strlen(s));
+}
 
-void buf_putc(lw_buf *b, char c) { buf_put(b, &c, 1); }
+void buf_putc(lw_buf *b, char c)
+{
+    buf_put(b, &c, 1);
+}
 
 void buf_printf(lw_buf *b, const char *fmt, ...)
 {

@@ -90,7 +90,8 @@ static int decl_rec2(lw_buf *out, CXType t, char *inner, int noquals)
         for (int i = 0; i < n; i++) {
             if (i)
                 buf_puts(&s, ", ");
-            if (decl_rec(&s, clang_getArgType(t, (unsigned)i), xstrdup("")) != 0)
+            if (decl_rec(&s, clang_getArgType(t, (unsigned)i), xstrdup("")) !=
+                0)
                 goto cleanup;
         }
         if (clang_isFunctionTypeVariadic(t))

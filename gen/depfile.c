@@ -16,8 +16,8 @@ static void put_escaped(lw_buf *b, const char *p)
     }
 }
 
-int depfile_write(const char *path, const char *target,
-                  const char *const *deps, int ndeps)
+int depfile_write(const char *path, const char *target, const char *const *deps,
+                  int ndeps)
 {
     lw_buf b = {0};
     put_escaped(&b, target);

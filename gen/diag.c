@@ -10,16 +10,19 @@
 
 static int n_errors;
 
-int diag_errors(void) { return n_errors; }
+int diag_errors(void)
+{
+    return n_errors;
+}
 
-void vdiag(int kind, const lw_src *src, size_t off, const char *fmt,
-           va_list ap)
+void vdiag(int kind, const lw_src *src, size_t off, const char *fmt, va_list ap)
 {
     static const char *const names[] = {"error", "warning", "note"};
     if (kind == LW_DIAG_ERROR)
         n_errors++;
     if (!src || !src->text) {
-        fprintf(stderr, "%s: %s: ", src && src->name ? src->name : "lockweave-gen",
+        fprintf(stderr,
+                "%s: %s: ", src && src->name ? src->name : "lockweave-gen",
                 names[kind]);
         vfprintf(stderr, fmt, ap);
         fputc('\n', stderr);

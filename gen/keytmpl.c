@@ -80,7 +80,8 @@ static int emit_value(const lw_annot *a, size_t off, const char *path,
     case CXType_Long:
     case CXType_LongLong:
     case CXType_Enum:
-        buf_printf(out, "%slw_guard_key_i64(&%s, (int64_t)(%s));\n", indent, g, expr);
+        buf_printf(out, "%slw_guard_key_i64(&%s, (int64_t)(%s));\n", indent, g,
+                   expr);
         rc = 0;
         break;
     case CXType_Char_U:
@@ -89,7 +90,8 @@ static int emit_value(const lw_annot *a, size_t off, const char *path,
     case CXType_UInt:
     case CXType_ULong:
     case CXType_ULongLong:
-        buf_printf(out, "%slw_guard_key_u64(&%s, (uint64_t)(%s));\n", indent, g, expr);
+        buf_printf(out, "%slw_guard_key_u64(&%s, (uint64_t)(%s));\n", indent, g,
+                   expr);
         rc = 0;
         break;
     case CXType_Pointer: {
@@ -100,11 +102,13 @@ static int emit_value(const lw_annot *a, size_t off, const char *path,
         } else if (p.kind == CXType_Record)
             diag(LW_DIAG_ERROR, a->src, off,
                  "'{%s}' is a pointer to a struct ('%s'): name a field, as in "
-                 "'{%s->field}'", path, tn, path);
+                 "'{%s->field}'",
+                 path, tn, path);
         else
             diag(LW_DIAG_ERROR, a->src, off,
                  "'{%s}' has type '%s', which cannot be printed in a lock key "
-                 "(integers, enums, bool and char strings can)", path, tn);
+                 "(integers, enums, bool and char strings can)",
+                 path, tn);
         break;
     }
     case CXType_ConstantArray:
@@ -116,7 +120,8 @@ static int emit_value(const lw_annot *a, size_t off, const char *path,
         } else
             diag(LW_DIAG_ERROR, a->src, off,
                  "'{%s}' is an array of type '%s': only char arrays can be "
-                 "printed in a lock key", path, tn);
+                 "printed in a lock key",
+                 path, tn);
         break;
     }
     case CXType_Float:
@@ -127,17 +132,20 @@ static int emit_value(const lw_annot *a, size_t off, const char *path,
     case CXType_Float16:
         diag(LW_DIAG_ERROR, a->src, off,
              "'{%s}' is floating point ('%s'): its text is not a stable lock "
-             "key; convert it to an integer parameter", path, tn);
+             "key; convert it to an integer parameter",
+             path, tn);
         break;
     case CXType_Record:
         diag(LW_DIAG_ERROR, a->src, off,
              "'{%s}' is a struct or union ('%s') and cannot be printed: name "
-             "a field, as in '{%s.field}'", path, tn, path);
+             "a field, as in '{%s.field}'",
+             path, tn, path);
         break;
     default:
         diag(LW_DIAG_ERROR, a->src, off,
              "'{%s}' has type '%s', which cannot be printed in a lock key "
-             "(integers, enums, bool and char strings can)", path, tn);
+             "(integers, enums, bool and char strings can)",
+             path, tn);
         break;
     }
     free(tn);
@@ -161,7 +169,8 @@ static int compile_field(const lw_annot *a, size_t at, const char *fname,
     if (i == 0 || isdigit((unsigned char)p[0])) {
         diag(LW_DIAG_ERROR, a->src, off,
              "'{%s}' in the key is not a parameter name (write '{{' for a "
-             "literal brace)", path);
+             "literal brace)",
+             path);
         goto cleanup;
     }
     const lw_param *prm = NULL;
@@ -169,7 +178,8 @@ static int compile_field(const lw_annot *a, size_t at, const char *fname,
     for (int k = 0; k < nparams; k++) {
         if (!params[k].name)
             unnamed++;
-        else if (strlen(params[k].name) == i && memcmp(params[k].name, p, i) == 0)
+        else if (strlen(params[k].name) == i &&
+                 memcmp(params[k].name, p, i) == 0)
             prm = &params[k];
     }
     if (!prm) {
@@ -188,9 +198,11 @@ static int compile_field(const lw_annot *a, size_t at, const char *fname,
             arrow = 1;
             i += 2;
         } else {
-            diag(LW_DIAG_ERROR, a->src, annot_key_off(a, at + 1 + i),
-                 "unexpected '%c' in '{%s}': a placeholder is a parameter name, "
-                 "optionally followed by .field or ->field", p[i], path);
+            diag(
+                LW_DIAG_ERROR, a->src, annot_key_off(a, at + 1 + i),
+                "unexpected '%c' in '{%s}': a placeholder is a parameter name, "
+                "optionally followed by .field or ->field",
+                p[i], path);
             goto cleanup;
         }
         size_t fb = i;
@@ -204,11 +216,13 @@ static int compile_field(const lw_annot *a, size_t at, const char *fname,
         CXType c = clang_getCanonicalType(t);
         if (arrow) {
             if (c.kind != CXType_Pointer ||
-                clang_getCanonicalType(clang_getPointeeType(c)).kind != CXType_Record) {
+                clang_getCanonicalType(clang_getPointeeType(c)).kind !=
+                    CXType_Record) {
                 char *tn = type_name(t);
                 diag(LW_DIAG_ERROR, a->src, annot_key_off(a, at + 1 + fb - 2),
                      "'->' in '{%s}' needs a pointer to a struct, but '%.*s' "
-                     "has type '%s'%s", path, (int)(fb - 2), p, tn,
+                     "has type '%s'%s",
+                     path, (int)(fb - 2), p, tn,
                      c.kind == CXType_Record ? " (use '.')" : "");
                 free(tn);
                 goto cleanup;
@@ -217,8 +231,8 @@ static int compile_field(const lw_annot *a, size_t at, const char *fname,
         } else if (c.kind != CXType_Record) {
             char *tn = type_name(t);
             diag(LW_DIAG_ERROR, a->src, annot_key_off(a, at + 1 + fb - 1),
-                 "'.' in '{%s}' needs a struct, but '%.*s' has type '%s'%s", path,
-                 (int)(fb - 1), p, tn,
+                 "'.' in '{%s}' needs a struct, but '%.*s' has type '%s'%s",
+                 path, (int)(fb - 1), p, tn,
                  c.kind == CXType_Pointer ? " (use '->')" : "");
             free(tn);
             goto cleanup;
@@ -253,7 +267,8 @@ int keytmpl_compile(const lw_annot *a, const char *fname,
     int rc = 0;
 
     if (n == 0) {
-        diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, 0), "the lock key is empty");
+        diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, 0),
+             "the lock key is empty");
         return -1;
     }
     while (i < n) {

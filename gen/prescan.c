@@ -66,7 +66,8 @@ static int mentions(prescan *ps, const char *path, const char *text)
     const char *slash = strrchr(path, '/');
     char *dir = xstrndup(path, slash ? (size_t)(slash - path) : 0);
     int r = 0;
-    for (const char *l = text; l && *l && !r; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+    for (const char *l = text; l && *l && !r;
+         l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
         const char *p = l;
         while (*p == ' ' || *p == '\t')
             p++;

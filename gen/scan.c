@@ -90,8 +90,9 @@ static enum CXChildVisitResult attrs_visit(CXCursor c, CXCursor parent,
 {
     fn_attrs *fa = d;
     if (!is_lockweave_attr(c))
-        return clang_getCursorKind(c) == CXCursor_ParmDecl ? CXChildVisit_Recurse
-                                                           : CXChildVisit_Continue;
+        return clang_getCursorKind(c) == CXCursor_ParmDecl
+                   ? CXChildVisit_Recurse
+                   : CXChildVisit_Continue;
     size_t off;
     const lw_src *src = where(fa->w, clang_getCursorLocation(c), &off);
     if (clang_getCursorKind(parent) == CXCursor_ParmDecl) {
@@ -121,12 +122,14 @@ static int next_is_brace(const lw_src *src, size_t off)
      * start; only a definition is followed by '{'. */
     while (off < src->len) {
         char c = src->text[off];
-        if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v')
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' ||
+            c == '\v')
             off++;
         else if (c == '/' && off + 1 < src->len && src->text[off + 1] == '*') {
             const char *e = strstr(src->text + off + 2, "*/");
             off = e ? (size_t)(e - src->text) + 2 : src->len;
-        } else if (c == '/' && off + 1 < src->len && src->text[off + 1] == '/') {
+        } else if (c == '/' && off + 1 < src->len &&
+                   src->text[off + 1] == '/') {
             while (off < src->len && src->text[off] != '\n')
                 off++;
         } else
@@ -187,13 +190,15 @@ static int build_func(walk *w, CXCursor def, lw_annot *a, const char *name,
     if (fn.kind == CXType_FunctionNoProto && nparams > 0) {
         diag(LW_DIAG_ERROR, msrc, name_off,
              "'%s' is an old-style (K&R) definition: REDIS_LOCK needs a "
-             "prototype, as in '%s(int a)'", name, name);
+             "prototype, as in '%s(int a)'",
+             name, name);
         goto cleanup;
     }
     if (fn.kind == CXType_FunctionProto && clang_isFunctionTypeVariadic(fn)) {
         diag(LW_DIAG_ERROR, msrc, name_off,
              "'%s' is variadic: its arguments cannot be passed on to the "
-             "locked body (write a wrapper taking a va_list)", name);
+             "locked body (write a wrapper taking a va_list)",
+             name);
         goto cleanup;
     }
 
@@ -236,8 +241,8 @@ static int build_func(walk *w, CXCursor def, lw_annot *a, const char *name,
     int inl = clang_Cursor_isFunctionInlined(def);
     int ext = clang_Cursor_getStorageClass(def) == CX_SC_Extern;
     const char *spec = internal ? (inl ? "static inline " : "static ")
-                                : inl ? (ext ? "extern inline " : "inline ")
-                                      : "";
+                       : inl    ? (ext ? "extern inline " : "inline ")
+                                : "";
     /* An explicit visibility on the definition (an exported function of a
      * library built with -fvisibility=hidden) belongs to the wrapper now:
      * the wrapper is what carries the name. */
@@ -246,10 +251,17 @@ static int build_func(walk *w, CXCursor def, lw_annot *a, const char *name,
     const char *vis = NULL;
     if (has_vis && !internal) {
         switch (clang_getCursorVisibility(def)) {
-        case CXVisibility_Hidden: vis = "hidden"; break;
-        case CXVisibility_Protected: vis = "protected"; break;
-        case CXVisibility_Default: vis = "default"; break;
-        default: break;
+        case CXVisibility_Hidden:
+            vis = "hidden";
+            break;
+        case CXVisibility_Protected:
+            vis = "protected";
+            break;
+        case CXVisibility_Default:
+            vis = "default";
+            break;
+        default:
+            break;
         }
     }
     if (vis)
@@ -343,8 +355,10 @@ static int build_func(walk *w, CXCursor def, lw_annot *a, const char *name,
             buf_free(&retstmt);
             goto badtype;
         }
-        buf_printf(&wr, " = %s(%s);\n    lw_guard_leave(&lw__g);\n    return lw__r;\n}\n",
-                   out->body_name, args.p ? args.p : "");
+        buf_printf(
+            &wr,
+            " = %s(%s);\n    lw_guard_leave(&lw__g);\n    return lw__r;\n}\n",
+            out->body_name, args.p ? args.p : "");
     }
     buf_free(&retstmt);
 
@@ -397,19 +411,24 @@ static void handle_function(walk *w, CXCursor c)
     /* A K&R definition declares its parameters after the declarator:
      * clang gives it a prototype type, but the parameters sit past the end
      * of the function's declarator. */
-    int kr = ft.kind == CXType_FunctionNoProto && clang_Cursor_getNumArguments(c) > 0;
+    int kr = ft.kind == CXType_FunctionNoProto &&
+             clang_Cursor_getNumArguments(c) > 0;
     size_t decl_end;
-    const lw_src *esrc = where(w, clang_getRangeEnd(clang_getCursorExtent(c)), &decl_end);
+    const lw_src *esrc =
+        where(w, clang_getRangeEnd(clang_getCursorExtent(c)), &decl_end);
     for (int i = 0; !kr && i < clang_Cursor_getNumArguments(c); i++) {
         size_t poff;
         const lw_src *psrc = where(
-            w, clang_getCursorLocation(clang_Cursor_getArgument(c, (unsigned)i)), &poff);
+            w,
+            clang_getCursorLocation(clang_Cursor_getArgument(c, (unsigned)i)),
+            &poff);
         kr = psrc == esrc && poff > decl_end;
     }
     if (kr) {
         diag(LW_DIAG_ERROR, nsrc, name_off,
              "'%s' is an old-style (K&R) definition: REDIS_LOCK needs a "
-             "prototype, as in '%s(int a)'", name, name);
+             "prototype, as in '%s(int a)'",
+             name, name);
         goto cleanup;
     }
     /* A declaration: its annotation reaches the definition (clang copies
@@ -420,7 +439,8 @@ static void handle_function(walk *w, CXCursor c)
     if (!in_main) {
         diag(LW_DIAG_ERROR, nsrc, name_off,
              "REDIS_LOCK on '%s', which is defined in a header: lockweave can "
-             "only weave definitions in the .c file being compiled", name);
+             "only weave definitions in the .c file being compiled",
+             name);
         goto cleanup;
     }
 
@@ -432,7 +452,8 @@ static void handle_function(walk *w, CXCursor c)
         if (strcmp(t, first) != 0) {
             diag(LW_DIAG_ERROR, fa.src[i], fa.off[i],
                  "conflicting REDIS_LOCK annotations on '%s'", name);
-            diag(LW_DIAG_NOTE, fa.src[0], fa.off[0], "previous REDIS_LOCK is here");
+            diag(LW_DIAG_NOTE, fa.src[0], fa.off[0],
+                 "previous REDIS_LOCK is here");
             conflict = 1;
         }
         free(t);
@@ -452,7 +473,8 @@ static void handle_function(walk *w, CXCursor c)
     if (!literal_name) {
         diag(LW_DIAG_ERROR, m, name_off,
              "the name of '%s' comes from a macro expansion and cannot be "
-             "renamed safely; write the function name directly", name);
+             "renamed safely; write the function name directly",
+             name);
         conflict = 1;
     }
 
@@ -468,7 +490,8 @@ static void handle_function(walk *w, CXCursor c)
         if (build_func(w, c, &a, name, name_off, &f) == 0) {
             f.insert_off = ins;
             lw_scan *s = w->s;
-            s->funcs = xrealloc(s->funcs, sizeof *s->funcs * (size_t)(s->nfuncs + 1));
+            s->funcs =
+                xrealloc(s->funcs, sizeof *s->funcs * (size_t)(s->nfuncs + 1));
             s->funcs[s->nfuncs++] = f;
         }
     } else if (a.key) {
@@ -501,18 +524,35 @@ static enum CXChildVisitResult walk_visit(CXCursor c, CXCursor parent,
             const lw_src *src = where(w, clang_getCursorLocation(c), &off);
             const char *what;
             switch (clang_getCursorKind(parent)) {
-            case CXCursor_VarDecl: what = "a variable"; break;
-            case CXCursor_FieldDecl: what = "a struct field"; break;
-            case CXCursor_TypedefDecl: what = "a typedef"; break;
-            case CXCursor_StructDecl: what = "a struct"; break;
-            case CXCursor_UnionDecl: what = "a union"; break;
-            case CXCursor_EnumDecl: what = "an enum"; break;
-            case CXCursor_EnumConstantDecl: what = "an enumerator"; break;
-            default: what = "this declaration"; break;
+            case CXCursor_VarDecl:
+                what = "a variable";
+                break;
+            case CXCursor_FieldDecl:
+                what = "a struct field";
+                break;
+            case CXCursor_TypedefDecl:
+                what = "a typedef";
+                break;
+            case CXCursor_StructDecl:
+                what = "a struct";
+                break;
+            case CXCursor_UnionDecl:
+                what = "a union";
+                break;
+            case CXCursor_EnumDecl:
+                what = "an enum";
+                break;
+            case CXCursor_EnumConstantDecl:
+                what = "an enumerator";
+                break;
+            default:
+                what = "this declaration";
+                break;
             }
             diag(LW_DIAG_ERROR, src, off,
                  "REDIS_LOCK must stand before a function declaration or "
-                 "definition, not %s", what);
+                 "definition, not %s",
+                 what);
         }
         return CXChildVisit_Continue;
     }
@@ -558,8 +598,8 @@ static void pass_diag(walk *w, CXDiagnostic d, int as_note)
         return;
     }
     int kind = as_note || sev == CXDiagnostic_Note ? LW_DIAG_NOTE
-               : sev >= CXDiagnostic_Error          ? LW_DIAG_ERROR
-                                                    : LW_DIAG_WARNING;
+               : sev >= CXDiagnostic_Error         ? LW_DIAG_ERROR
+                                                   : LW_DIAG_WARNING;
     diag(kind, src, off, "%s", clang_getCString(msg));
     clang_disposeString(msg);
     CXDiagnosticSet kids = clang_getChildDiagnostics(d);
@@ -598,7 +638,8 @@ int scan_file(lw_scan *s, const char *const *args, int nargs)
      * compiler checks the bodies anyway when it builds the woven file. */
     enum CXErrorCode ec = clang_parseTranslationUnit2(
         idx, s->input, args, nargs, NULL, 0,
-        CXTranslationUnit_SkipFunctionBodies | CXTranslationUnit_KeepGoing, &tu);
+        CXTranslationUnit_SkipFunctionBodies | CXTranslationUnit_KeepGoing,
+        &tu);
     if (ec != CXError_Success || !tu) {
         diag(LW_DIAG_ERROR, NULL, 0, "libclang could not parse %s (error %d)",
              s->input, (int)ec);

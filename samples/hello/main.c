@@ -19,7 +19,7 @@
 #include <time.h>
 
 #define THREADS 4
-#define ADDS 25
+#define ADDS    25
 
 static long counter;
 

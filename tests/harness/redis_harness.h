@@ -26,9 +26,9 @@ extern "C" {
 
 /* How to run the server.  rh_opts_init() gives: no persistence, TCP only. */
 typedef struct rh_opts {
-    int aof;         /* 1: appendonly yes + appendfsync always, so keys
-                        survive rh_restart() and a SIGKILL */
-    int unix_socket; /* 1: also listen on <dir>/redis.sock */
+    int aof;              /* 1: appendonly yes + appendfsync always, so keys
+                             survive rh_restart() and a SIGKILL */
+    int unix_socket;      /* 1: also listen on <dir>/redis.sock */
     const char *password; /* requirepass for the default user; the harness's
                              own client authenticates with it */
     /* NULL-terminated extra command-line words, appended as they are, e.g.
@@ -38,18 +38,18 @@ typedef struct rh_opts {
 } rh_opts;
 
 typedef struct rh_server {
-    pid_t pid;            /* 0 when not running */
-    pid_t owner;          /* the process that started it: only it stops it */
-    int port;             /* loopback TCP port */
-    int paused;           /* 1 between rh_pause() and rh_resume() */
-    rh_opts opts;         /* copy of the options (pointers are the caller's) */
-    char dir[128];        /* private working directory */
-    char sock_path[160];  /* <dir>/redis.sock when opts.unix_socket */
-    char log_path[160];   /* <dir>/redis.log: the server's stdout/stderr */
-    char url[64];         /* redis://127.0.0.1:<port> */
-    redisContext *raw;    /* the harness's own client (rh_cmd); lazily opened */
-    pid_t raw_pid;        /* process that opened raw: a forked child opens its
-                             own instead of talking on the parent's socket */
+    pid_t pid;           /* 0 when not running */
+    pid_t owner;         /* the process that started it: only it stops it */
+    int port;            /* loopback TCP port */
+    int paused;          /* 1 between rh_pause() and rh_resume() */
+    rh_opts opts;        /* copy of the options (pointers are the caller's) */
+    char dir[128];       /* private working directory */
+    char sock_path[160]; /* <dir>/redis.sock when opts.unix_socket */
+    char log_path[160];  /* <dir>/redis.log: the server's stdout/stderr */
+    char url[64];        /* redis://127.0.0.1:<port> */
+    redisContext *raw;   /* the harness's own client (rh_cmd); lazily opened */
+    pid_t raw_pid;       /* process that opened raw: a forked child opens its
+                            own instead of talking on the parent's socket */
 } rh_server;
 
 void rh_opts_init(rh_opts *o);

@@ -21,8 +21,7 @@ static int authenticate(redisContext *c, const char *password, char *err,
     redisReply *r = redisCommand(c, "AUTH %s", password);
     int ok = r && r->type == REDIS_REPLY_STATUS;
     if (!ok)
-        snprintf(err, n, "AUTH failed: %s",
-                 r && r->str ? r->str : c->errstr);
+        snprintf(err, n, "AUTH failed: %s", r && r->str ? r->str : c->errstr);
     freeReplyObject(r);
     return ok ? 0 : -1;
 }
@@ -147,8 +146,9 @@ long long rh_cmd_int(rh_server *s, const char *fmt, ...)
     if (r && r->type == REDIS_REPLY_INTEGER)
         v = r->integer;
     else if (r)
-        fprintf(stderr, "redis harness: \"%s\" gave reply type %d (%s), not "
-                        "an integer\n",
+        fprintf(stderr,
+                "redis harness: \"%s\" gave reply type %d (%s), not "
+                "an integer\n",
                 fmt, r->type, r->str ? r->str : "");
     freeReplyObject(r);
     return v;

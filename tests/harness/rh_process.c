@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #define RH_READY_TIMEOUT_MS 10000
-#define RH_MAX_ARGS 96
+#define RH_MAX_ARGS         96
 
 void rh__sleep_ms(int ms)
 {
@@ -70,8 +70,9 @@ int rh__terminate(pid_t pid, int grace_ms)
             break;
         rh__sleep_ms(5);
     }
-    fprintf(stderr, "redis harness: pid %d ignored SIGTERM for %d ms; "
-                    "sending SIGKILL\n",
+    fprintf(stderr,
+            "redis harness: pid %d ignored SIGTERM for %d ms; "
+            "sending SIGKILL\n",
             (int)pid, grace_ms);
     kill(pid, SIGKILL);
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
@@ -207,8 +208,9 @@ static int wait_ready(rh_server *s)
             s->pid = 0;
             if (log_says_port_taken(s))
                 return PORT_TAKEN;
-            fprintf(stderr, "redis harness: redis-server exited at start "
-                            "(status 0x%x)\n",
+            fprintf(stderr,
+                    "redis harness: redis-server exited at start "
+                    "(status 0x%x)\n",
                     status);
             return FAILED;
         }
@@ -227,8 +229,9 @@ static int wait_ready(rh_server *s)
                 return READY;
         }
         if (mono_ms() >= deadline) {
-            fprintf(stderr, "redis harness: redis-server on port %d did not "
-                            "answer PING within %d ms (last: %s)\n",
+            fprintf(stderr,
+                    "redis harness: redis-server on port %d did not "
+                    "answer PING within %d ms (last: %s)\n",
                     s->port, RH_READY_TIMEOUT_MS, err);
             rh__terminate(s->pid, 2000);
             s->pid = 0;

@@ -44,8 +44,9 @@ void rh__registry_add(pid_t pid, const char *dir)
             return;
         }
     }
-    fprintf(stderr, "redis harness: more than %d servers; pid %d will not "
-                    "be stopped at exit\n",
+    fprintf(stderr,
+            "redis harness: more than %d servers; pid %d will not "
+            "be stopped at exit\n",
             RH_MAX_SERVERS, (int)pid);
 }
 

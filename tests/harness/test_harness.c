@@ -98,7 +98,7 @@ static void restart_with_aof(void)
 
 static void auth(void)
 {
-    static const char *const acl[] = {"--user", "alice", "on", ">secret",
+    static const char *const acl[] = {"--user", "alice", "on",    ">secret",
                                       "~*",     "&*",    "+@all", NULL};
     rh_opts o;
     rh_opts_init(&o);

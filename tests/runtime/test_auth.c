@@ -101,7 +101,7 @@ int main(void)
     /* alice may do everything, including pub/sub (Redis 7 denies channels to
      * new users unless &* is given); the default user needs a password the
      * runtime is never told. */
-    static const char *const acl[] = {"--user", "alice", "on", ">secret",
+    static const char *const acl[] = {"--user", "alice", "on",    ">secret",
                                       "~*",     "&*",    "+@all", NULL};
     rh_opts o;
     rh_opts_init(&o);

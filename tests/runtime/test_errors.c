@@ -6,9 +6,9 @@
 #include <pthread.h>
 #include <string.h>
 
-static const int codes[] = {LW_OK,      LW_ETIMEOUT, LW_EREDIS,
-                            LW_ELOST,   LW_ECONFIG,  LW_ENOMEM,
-                            LW_EINVAL,  LW_EAUTH,    LW_EFORKED};
+static const int codes[] = {LW_OK,     LW_ETIMEOUT, LW_EREDIS,
+                            LW_ELOST,  LW_ECONFIG,  LW_ENOMEM,
+                            LW_EINVAL, LW_EAUTH,    LW_EFORKED};
 #define NCODES ((int)(sizeof codes / sizeof codes[0]))
 
 static void texts(void)

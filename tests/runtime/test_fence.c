@@ -9,9 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define PROCS 2
+#define PROCS   2
 #define THREADS 2
-#define ITERS 25
+#define ITERS   25
 
 static rh_server srv;
 

@@ -58,8 +58,7 @@ int main(void)
     }
     int st;
     CHECK_EQ(waitpid(pid, &st, 0), pid);
-    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child failed (0x%x)",
-              st);
+    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child failed (0x%x)", st);
 
     /* The parent's lock is intact and still renewed past its first lease. */
     CHECK_EQ(lw_still_held(), 1);

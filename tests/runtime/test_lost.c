@@ -40,7 +40,8 @@ static int warnings_now(void)
     return n;
 }
 
-/* ---- helpers -------------------------------------------------------------- */
+/* ---- helpers --------------------------------------------------------------
+ */
 
 static int not_held(void *arg)
 {
@@ -64,7 +65,8 @@ static void leave_lost(lw_guard *g, const lw_stats *before, int warn_before)
     pthread_mutex_unlock(&log_mu);
 }
 
-/* ---- max_renew ------------------------------------------------------------ */
+/* ---- max_renew ------------------------------------------------------------
+ */
 
 static void max_renew_runs_out(void)
 {

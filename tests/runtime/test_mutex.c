@@ -13,14 +13,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define PROCS 3
+#define PROCS   3
 #define THREADS 4
-#define ITERS 40
+#define ITERS   40
 
 static rh_server srv;
-static atomic_int inside;      /* holders in this process right now */
-static atomic_int overlaps;    /* times a holder saw another inside */
-static atomic_int failures;    /* lock calls that did not return LW_OK */
+static atomic_int inside;   /* holders in this process right now */
+static atomic_int overlaps; /* times a holder saw another inside */
+static atomic_int failures; /* lock calls that did not return LW_OK */
 
 static long long get_counter(redisContext *c)
 {

@@ -8,8 +8,8 @@
 
 #define CONNECT_MS 500
 #define COMMAND_MS 500
-#define WAIT_MS 4000
-#define SLACK_MS 700
+#define WAIT_MS    4000
+#define SLACK_MS   700
 
 static int entered;
 

@@ -9,14 +9,14 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#define THREADS 4
+#define THREADS   4
 #define BEFORE_MS 1000
-#define AFTER_MS 3000
+#define AFTER_MS  3000
 
 static rh_server srv;
 static atomic_int inside, overlaps, stop;
 static atomic_llong restarted_at; /* ms; 0 while before the restart */
-static long long counter;          /* guarded by the lock only */
+static long long counter;         /* guarded by the lock only */
 
 struct result {
     int ok, ok_after, failed, lost;

@@ -49,8 +49,8 @@ int main(void)
     CHECK_EQ(DELTA(acquired), 1);
     CHECK(DELTA(wait_total_us) >= 100000);
     CHECK(after.wait_max_us >= 100000);
-    CHECK(after.wait_max_us <= (uint64_t)DELTA(wait_total_us) +
-                                   before.wait_max_us);
+    CHECK(after.wait_max_us <=
+          (uint64_t)DELTA(wait_total_us) + before.wait_max_us);
     CHECK_RC(lw_guard_leave(&a), LW_OK);
 
     /* Renewals. */

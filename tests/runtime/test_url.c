@@ -44,8 +44,9 @@ static int bad_urls(const char *good_url)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = configure(bad[i]);
         if (rc != LW_ECONFIG) {
-            fprintf(stderr, "lw_configure(\"%s\") returned %d (%s), expected "
-                            "LW_ECONFIG\n",
+            fprintf(stderr,
+                    "lw_configure(\"%s\") returned %d (%s), expected "
+                    "LW_ECONFIG\n",
                     bad[i], rc, lw_strerror(rc));
             accepted++;
         }
@@ -71,8 +72,8 @@ static void good_urls(const rh_server *s)
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
         snprintf(url, sizeof url, forms[i], s->port);
         int rc = configure(url);
-        CHECK_MSG(rc == LW_OK, "lw_configure(\"%s\") returned %d (%s)", url,
-                  rc, lw_strerror(rc));
+        CHECK_MSG(rc == LW_OK, "lw_configure(\"%s\") returned %d (%s)", url, rc,
+                  lw_strerror(rc));
         lock_once(url);
     }
     /* Accepted without connecting (nothing listens there, maybe). */

@@ -15,9 +15,9 @@
 /* Generous bounds: correctness of the mechanism, not a benchmark.  A waiter
  * that is not woken by the release sleeps until backoff or the TTL (10 s
  * here) ends. */
-#define DEADLINE_SLACK_MS 500
+#define DEADLINE_SLACK_MS  500
 #define WAKE_MEDIAN_MAX_US 200000
-#define WAKE_EACH_MAX_US 2000000
+#define WAKE_EACH_MAX_US   2000000
 
 static rh_server srv;
 
@@ -89,8 +89,8 @@ static long long acquire_commands(void)
 {
     redisReply *r = rh_cmd(&srv, "INFO commandstats");
     CHECK(r && r->type == REDIS_REPLY_STRING);
-    static const char *const scripts[] = {"eval",    "evalsha", "eval_ro",
-                                          "evalsha_ro", "fcall", "fcall_ro"};
+    static const char *const scripts[] = {"eval",       "evalsha", "eval_ro",
+                                          "evalsha_ro", "fcall",   "fcall_ro"};
     long long nscripts = 0, nsets = 0;
     for (char *line = strtok(r->str, "\r\n"); line;
          line = strtok(NULL, "\r\n")) {
@@ -235,8 +235,7 @@ static void wake_processes(void)
         CHECK_RC(lw_guard_leave(&g), LW_OK);
         int64_t got;
         CHECK_EQ(read(back[0], &got, sizeof got), (long)sizeof got);
-        CHECK_MSG(got > 100, "child's lock failed: %s",
-                  lw_strerror((int)-got));
+        CHECK_MSG(got > 100, "child's lock failed: %s", lw_strerror((int)-got));
         lat[i] = got - released;
     }
     close(go[1]);

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #define EXPIRE_MS 1000
-#define HOLD_MS 5000
+#define HOLD_MS   5000
 
 static rh_server srv;
 

@@ -49,8 +49,7 @@ lw_lock_opts lock_opts(uint32_t expire_ms, uint32_t wait_ms, int32_t max_renew)
     return o;
 }
 
-int lock_str(lw_guard *g, const char *key, uint32_t expire_ms,
-             uint32_t wait_ms)
+int lock_str(lw_guard *g, const char *key, uint32_t expire_ms, uint32_t wait_ms)
 {
     lw_lock_opts o = lock_opts(expire_ms, wait_ms, -1);
     return lw_lock(g, key, strlen(key), &o);
