@@ -141,45 +141,28 @@ static int decode_strings(const char *s, size_t b, size_t e, lw_buf *out,
             unsigned char c = (unsigned char)s[i++];
             if (c == '\\' && i < e) {
                 char x = s[i++];
-                switch (x) {
-                case 'n':
-                    c = '\n';
-                    break;
-                case 't':
-                    c = '\t';
-                    break;
-                case 'r':
-                    c = '\r';
-                    break;
-                case 'a':
-                    c = '\a';
-                    break;
-                case 'b':
-                    c = '\b';
-                    break;
-                case 'f':
-                    c = '\f';
-                    break;
-                case 'v':
-                    c = '\v';
-                    break;
-                case 'x': {
-                    unsigned v = 0;
-                    while (i < e && hexval(s[i]) >= 0)
-                        v = v * 16 + (unsigned)hexval(s[i++]);
-                    c = (unsigned char)v;
-                    break;
-                }
-                default:
-                    if (x >= '0' && x <= '7') {
-                        unsigned v = (unsigned)(x - '0');
-                        for (int k = 0;
-                             k < 2 && i < e && s[i] >= '0' && s[i] <= '7'; k++)
-                            v = v * 8 + (unsigned)(s[i++] - '0');
+                if (escape_char(x) >= 0)
+                    c = (unsigned char)escape_char(x);
+                else
+                    switch (x) {
+                    case 'x': {
+                        unsigned v = 0;
+                        while (i < e && hexval(s[i]) >= 0)
+                            v = v * 16 + (unsigned)hexval(s[i++]);
                         c = (unsigned char)v;
-                    } else
-                        c = (unsigned char)x; /* \\ \" \' \? */
-                }
+                        break;
+                    }
+                    default:
+                        if (x >= '0' && x <= '7') {
+                            unsigned v = (unsigned)(x - '0');
+                            for (int k = 0;
+                                 k < 2 && i < e && s[i] >= '0' && s[i] <= '7';
+                                 k++)
+                                v = v * 8 + (unsigned)(s[i++] - '0');
+                            c = (unsigned char)v;
+                        } else
+                            c = (unsigned char)x; /* \\ \" \' \? */
+                    }
             }
             buf_putc(out, (char)c);
             if (map) {

@@ -198,22 +198,9 @@ static int jstr(jp *j, lw_buf *b)
         char c = *j->p++;
         if (c == '\\' && j->p < j->e) {
             c = *j->p++;
+            if (escape_char(c) >= 0)
+                c = (char)escape_char(c);
             switch (c) {
-            case 'n':
-                c = '\n';
-                break;
-            case 't':
-                c = '\t';
-                break;
-            case 'r':
-                c = '\r';
-                break;
-            case 'b':
-                c = '\b';
-                break;
-            case 'f':
-                c = '\f';
-                break;
             case 'u': {
                 unsigned v = 0;
                 for (int k = 0; k < 4 && j->p < j->e; k++)
