@@ -43,11 +43,6 @@ void lw__conn_drop(struct lw_conn *c)
     c->ctx = NULL;
 }
 
-int lw__conn_timeout_ms(void)
-{
-    return lw__settings()->connect_timeout_ms;
-}
-
 static struct timeval tv_ms(int ms)
 {
     struct timeval tv = {ms / 1000, (ms % 1000) * 1000};

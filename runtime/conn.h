@@ -37,10 +37,6 @@ int lw__conn_ensure(struct lw_conn *c);
 /* Close after an I/O or protocol error; the next use reconnects. */
 void lw__conn_drop(struct lw_conn *c);
 
-/* Connect timeout of the current configuration, for callers that bound a
- * whole operation by it. */
-int lw__conn_timeout_ms(void);
-
 /*
  * Run script id with keys then args (at most 6 in all).  EVALSHA, falling back
  * to EVAL on NOSCRIPT (server restarted or SCRIPT FLUSH).  An I/O error on a
