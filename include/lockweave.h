@@ -128,6 +128,10 @@ typedef struct lw_config {
     const char *key_prefix; /* NULL: "lock:" */
     int connect_timeout_ms; /* <= 0: 1000 */
     int command_timeout_ms; /* <= 0: 2000 */
+    int wait_replicas;      /* > 0: after acquiring, WAIT until this many
+                               replicas have the lock, else fail; <= 0:
+                               $LOCKWEAVE_WAIT_REPLICAS, or 0 (no WAIT) */
+    int wait_timeout_ms;    /* <= 0: $LOCKWEAVE_WAIT_TIMEOUT_MS or 100 */
 } lw_config;
 
 /* Fill *cfg with "use the environment and defaults".  Never fails. */

@@ -9,9 +9,11 @@
 #include <string.h>
 
 #include "clock.h"
+#include "config.h"
 #include "conn.h"
 #include "guard.h"
 #include "keynames.h"
+#include "redlock.h"
 #include "scripts.h"
 #include "stats.h"
 #include "thread.h"
@@ -263,6 +265,11 @@ int lw__acquire(struct lw_gimpl *g)
     int64_t start_us = lw__now_us(), ttl_ms = 0;
     int rc, toklen, queued = 0;
 
+    g->lease.cfg = lw__settings();
+    if (g->lease.cfg->error != LW_OK)
+        return g->lease.cfg->error;
+    if (g->lease.cfg->ep.topology == LW_TOPO_REDLOCK)
+        return lw__redlock_acquire(g);
     rc = lw__conn_thread(&a.conn);
     if (rc != LW_OK)
         return rc;

@@ -14,14 +14,15 @@
 #define DEFAULT_CONNECT_MS 1000
 #define DEFAULT_COMMAND_MS 2000
 #define DEFAULT_HANDOFF_MS 2
+#define DEFAULT_WAIT_MS    100
 
 static pthread_mutex_t cfg_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct lw_settings *current;
 static unsigned next_gen = 1;
 static struct lw_settings oom_settings = {.error = LW_ENOMEM};
 
-/* A millisecond count from the environment, at least min; fallback (with a
- * warning) when unset or not a number in range. */
+/* A count (of milliseconds, mostly) from the environment, at least min;
+ * fallback (with a warning) when unset or not a number in range. */
 static int env_int(const char *name, int min, int fallback)
 {
     const char *v = getenv(name);
@@ -32,8 +33,8 @@ static int env_int(const char *name, int min, int fallback)
         return fallback;
     n = strtol(v, &end, 10);
     if (*end != '\0' || n < min || n > 3600 * 1000) {
-        lw__log(LW_LOG_WARN, "ignoring %s=%s: not a millisecond count >= %d",
-                name, v, min);
+        lw__log(LW_LOG_WARN, "ignoring %s=%s: not a whole number >= %d", name,
+                v, min);
         return fallback;
     }
     return (int)n;
@@ -71,7 +72,14 @@ static struct lw_settings *settings_new(const lw_config *cfg)
             : env_int("LOCKWEAVE_COMMAND_TIMEOUT_MS", 1, DEFAULT_COMMAND_MS);
     /* 0 is meaningful here: strict FIFO. */
     s->handoff_ms = env_int("LOCKWEAVE_HANDOFF_MS", 0, DEFAULT_HANDOFF_MS);
-    s->error = lw__url_parse(url, &s->url, err, sizeof err);
+    s->wait_replicas = cfg->wait_replicas > 0
+                           ? cfg->wait_replicas
+                           : env_int("LOCKWEAVE_WAIT_REPLICAS", 0, 0);
+    s->wait_timeout_ms =
+        cfg->wait_timeout_ms > 0
+            ? cfg->wait_timeout_ms
+            : env_int("LOCKWEAVE_WAIT_TIMEOUT_MS", 1, DEFAULT_WAIT_MS);
+    s->error = lw__endpoints_parse(url, &s->ep, err, sizeof err);
     if (s->error == LW_ECONFIG)
         lw__log(LW_LOG_ERROR, "%s", err);
     return s;
@@ -79,7 +87,7 @@ static struct lw_settings *settings_new(const lw_config *cfg)
 
 static void settings_free(struct lw_settings *s)
 {
-    lw__url_free(&s->url);
+    lw__endpoints_free(&s->ep);
     free(s->prefix);
     free(s);
 }

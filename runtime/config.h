@@ -13,12 +13,14 @@
  */
 struct lw_settings {
     int error; /* LW_OK, or why this configuration cannot be used */
-    struct lw_url url;
+    struct lw_endpoints ep; /* ep.urls[0] is the server in LW_TOPO_SINGLE */
     char *prefix;
     size_t prefix_len;
     int connect_timeout_ms;
     int command_timeout_ms;
-    int handoff_ms; /* a waiter this old is handed the lock on release */
+    int handoff_ms;      /* a waiter this old is handed the lock on release */
+    int wait_replicas;   /* > 0: WAIT for this many replicas after SET */
+    int wait_timeout_ms; /* how long that WAIT may take */
     unsigned gen;
     struct lw_settings *older;
 };

@@ -20,9 +20,24 @@
 #define BACKOFF_MAX_MS  500
 #define SCRIPT_ARGV_MAX 16
 
+struct lw_conn *lw__conn_new_to(const struct lw_url *url)
+{
+    struct lw_conn *c = calloc(1, sizeof *c);
+
+    if (c != NULL)
+        c->url = url;
+    return c;
+}
+
 struct lw_conn *lw__conn_new(void)
 {
-    return calloc(1, sizeof(struct lw_conn));
+    return lw__conn_new_to(NULL);
+}
+
+static const struct lw_url *conn_url(const struct lw_conn *c,
+                                     const struct lw_settings *s)
+{
+    return c->url != NULL ? c->url : &s->ep.urls[0];
 }
 
 void lw__conn_free(struct lw_conn *c)
@@ -54,7 +69,7 @@ static void note_failure(struct lw_conn *c, int rc, const char *what)
     char where[256];
     int level = c->failing ? LW_LOG_DEBUG : LW_LOG_WARN;
 
-    lw__url_describe(&lw__settings()->url, where, sizeof where);
+    lw__url_describe(conn_url(c, lw__settings()), where, sizeof where);
     lw__log(level, "Redis %s: %s (retrying in %d ms)", where, what,
             c->backoff_ms ? c->backoff_ms * 2 : BACKOFF_MIN_MS);
     LW_STAT_ADD(redis_errors, 1);
@@ -92,20 +107,19 @@ static int setup_cmd(struct lw_conn *c, int code, int argc, const char **argv)
     return rc;
 }
 
-static int handshake(struct lw_conn *c, const struct lw_settings *s)
+static int handshake(struct lw_conn *c, const struct lw_url *u)
 {
     char db[16];
     int rc = LW_OK;
 
-    if (s->url.password != NULL) {
-        const char *argv[] = {"AUTH",
-                              s->url.user ? s->url.user : s->url.password,
-                              s->url.password};
-        rc = setup_cmd(c, LW_EAUTH, s->url.user ? 3 : 2, argv);
+    if (u->password != NULL) {
+        const char *argv[] = {"AUTH", u->user ? u->user : u->password,
+                              u->password};
+        rc = setup_cmd(c, LW_EAUTH, u->user ? 3 : 2, argv);
     }
-    if (rc == LW_OK && s->url.db != 0) {
+    if (rc == LW_OK && u->db != 0) {
         const char *argv[] = {"SELECT", db};
-        snprintf(db, sizeof db, "%d", s->url.db);
+        snprintf(db, sizeof db, "%d", u->db);
         rc = setup_cmd(c, LW_EAUTH, 2, argv);
     }
     for (int id = 0; rc == LW_OK && id < LW_SCRIPT_COUNT; id++) {
@@ -119,6 +133,7 @@ static int handshake(struct lw_conn *c, const struct lw_settings *s)
 int lw__conn_ensure(struct lw_conn *c)
 {
     const struct lw_settings *s = lw__settings();
+    const struct lw_url *u;
     int rc;
 
     if (s->error != LW_OK)
@@ -137,11 +152,12 @@ int lw__conn_ensure(struct lw_conn *c)
     if (c->failing && lw__now_ms() < c->retry_at_ms)
         return c->last_rc; /* fail fast while backing off */
 
-    if (s->url.path != NULL)
-        c->ctx = redisConnectUnixWithTimeout(s->url.path,
-                                             tv_ms(s->connect_timeout_ms));
+    u = conn_url(c, s);
+    if (u->path != NULL)
+        c->ctx =
+            redisConnectUnixWithTimeout(u->path, tv_ms(s->connect_timeout_ms));
     else
-        c->ctx = redisConnectWithTimeout(s->url.host, s->url.port,
+        c->ctx = redisConnectWithTimeout(u->host, u->port,
                                          tv_ms(s->connect_timeout_ms));
     if (c->ctx == NULL)
         return LW_ENOMEM;
@@ -153,9 +169,9 @@ int lw__conn_ensure(struct lw_conn *c)
         return LW_EREDIS;
     }
     redisSetTimeout(c->ctx, tv_ms(s->command_timeout_ms));
-    if (s->url.path == NULL) /* hiredis 0.14 fails it on unix sockets */
+    if (u->path == NULL) /* hiredis 0.14 fails it on unix sockets */
         redisEnableKeepAlive(c->ctx);
-    rc = handshake(c, s);
+    rc = handshake(c, u);
     if (rc != LW_OK) {
         lw__conn_drop(c);
         return rc;

@@ -14,9 +14,12 @@
  */
 struct lw_conn {
     redisContext *ctx;
-    unsigned cfg_gen;    /* lw_settings.gen the context was opened with */
-    unsigned fork_gen;   /* lw__fork_gen the context was opened in */
-    int64_t retry_at_ms; /* no reconnect attempt before this (backoff) */
+    const struct lw_url *url; /* where to; NULL: the configured endpoint
+                                 (the first of LOCKWEAVE_REDIS_URL).  Must
+                                 outlive the connection. */
+    unsigned cfg_gen;         /* lw_settings.gen the context was opened with */
+    unsigned fork_gen;        /* lw__fork_gen the context was opened in */
+    int64_t retry_at_ms;      /* no reconnect attempt before this (backoff) */
     int backoff_ms;
     int fresh;          /* opened by the current call: no replay on error */
     int failing;        /* last attempt failed: log the recovery */
@@ -24,11 +27,15 @@ struct lw_conn {
     struct lw_resp out; /* commands being formatted, reused */
 };
 
+struct lw_url;
+
+/* A closed connection to url (NULL: the configured endpoint); NULL on OOM. */
+struct lw_conn *lw__conn_new_to(const struct lw_url *url);
 struct lw_conn *lw__conn_new(void);
 void lw__conn_free(struct lw_conn *c);
 
-/* This thread's connection, opened if needed.  LW_OK, LW_EREDIS, LW_EAUTH,
- * LW_ECONFIG or LW_ENOMEM. */
+/* This thread's connection to the configured endpoint, opened if needed. LW_OK,
+ * LW_EREDIS, LW_EAUTH, LW_ECONFIG or LW_ENOMEM. */
 int lw__conn_thread(struct lw_conn **out);
 
 /* Open c if it is closed or stale (config changed, fork). */

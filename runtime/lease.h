@@ -11,7 +11,12 @@
  * on the locking thread's stack: lw__watchdog_remove() waits out an in-flight
  * renewal before the guard (and so the lease) can go away.
  */
+struct lw_settings;
+
 struct lw_lease {
+    const struct lw_settings *cfg; /* configuration it was taken under:
+                                      renewal and release go to the same
+                                      servers even after lw_configure() */
     const char *key;
     size_t keylen;
     char token[LW_TOKEN_MAX];

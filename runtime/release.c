@@ -10,6 +10,7 @@
 #include "guard.h"
 #include "keynames.h"
 #include "log.h"
+#include "redlock.h"
 #include "scripts.h"
 #include "watchdog.h"
 
@@ -41,6 +42,8 @@ int lw__release(struct lw_gimpl *g)
     /* Cancel renewal before deleting: a PEXPIRE in flight after our DEL
      * could otherwise extend a key someone else just created. */
     lw__watchdog_remove(&g->lease);
+    if (g->lease.cfg->ep.topology == LW_TOPO_REDLOCK)
+        return lw__redlock_release(g);
     rc = lw__names_init(&names, g->key, g->keylen);
     if (rc == LW_OK)
         rc = lw__conn_thread(&conn);
@@ -53,7 +56,7 @@ int lw__release(struct lw_gimpl *g)
                          names.chanlen,  0,
                          names.alivelen};
         lens[5] = (size_t)snprintf(handoff, sizeof handoff, "%d",
-                                   lw__settings()->handoff_ms);
+                                   g->lease.cfg->handoff_ms);
         rc = lw__conn_script(conn, LW_SCRIPT_RELEASE, 3, 4, argv, lens, &r,
                              &replayed);
     }

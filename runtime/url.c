@@ -142,11 +142,8 @@ int lw__url_parse(const char *s, struct lw_url *u, char *err, size_t errlen)
     memset(u, 0, sizeof *u);
     if (s == NULL || *s == '\0')
         return fail(err, errlen, "empty value", "");
-    if (strchr(s, ',') != NULL || strncmp(s, "redis+cluster://", 16) == 0)
-        return fail(err, errlen,
-                    "Redis Cluster and multi-master (Redlock) URLs are not "
-                    "supported yet",
-                    s);
+    if (strchr(s, ',') != NULL)
+        return fail(err, errlen, "one URL expected, found a list", s);
     if (strncmp(s, "unix://", 7) == 0) {
         if (s[7] != '/')
             return fail(err, errlen, "unix socket path must be absolute", s);
@@ -178,4 +175,112 @@ void lw__url_describe(const struct lw_url *u, char *buf, size_t len)
         snprintf(buf, len, "redis://%s%s%s:%d/%d", u->user ? u->user : "",
                  u->password ? ":***@" : (u->user ? "@" : ""), u->host, u->port,
                  u->db);
+}
+
+static char *dup_or_null(const char *s, int *oom)
+{
+    char *d = s ? strdup(s) : NULL;
+    if (s != NULL && d == NULL)
+        *oom = 1;
+    return d;
+}
+
+int lw__url_copy(struct lw_url *dst, const struct lw_url *src)
+{
+    int oom = 0;
+
+    *dst = *src;
+    dst->host = dup_or_null(src->host, &oom);
+    dst->path = dup_or_null(src->path, &oom);
+    dst->user = dup_or_null(src->user, &oom);
+    dst->password = dup_or_null(src->password, &oom);
+    if (oom) {
+        lw__url_free(dst);
+        return LW_ENOMEM;
+    }
+    return LW_OK;
+}
+
+/* Parse one comma-separated element [p, p+n); cluster seeds are host:port
+ * with optional userinfo, so they are read as redis:// URLs. */
+static int parse_element(const char *s, const char *p, size_t n, int cluster,
+                         struct lw_url *u, char *err, size_t errlen)
+{
+    char one[1024];
+    int rc;
+
+    if (n == 0)
+        return fail(err, errlen, "empty element in list", s);
+    if (n + 8 >= sizeof one)
+        return fail(err, errlen, "element too long", s);
+    snprintf(one, sizeof one, "%s%.*s", cluster ? "redis://" : "", (int)n, p);
+    rc = lw__url_parse(one, u, err, errlen);
+    if (rc == LW_OK && cluster && (u->path != NULL || u->db != 0)) {
+        lw__url_free(u);
+        return fail(err, errlen,
+                    "cluster seeds are host:port (no unix socket, no /db)", s);
+    }
+    return rc;
+}
+
+/* Cluster seeds given without credentials use the first seed's. */
+static int inherit_auth(struct lw_endpoints *e)
+{
+    const struct lw_url *first = &e->urls[0];
+    int oom = 0;
+
+    for (int i = 1; i < e->n; i++) {
+        struct lw_url *u = &e->urls[i];
+        if (u->password != NULL || u->user != NULL)
+            continue;
+        u->user = dup_or_null(first->user, &oom);
+        u->password = dup_or_null(first->password, &oom);
+    }
+    return oom ? LW_ENOMEM : LW_OK;
+}
+
+int lw__endpoints_parse(const char *s, struct lw_endpoints *e, char *err,
+                        size_t errlen)
+{
+    const char *p;
+    int rc = LW_OK, cluster;
+
+    memset(e, 0, sizeof *e);
+    if (s == NULL || *s == '\0')
+        return fail(err, errlen, "empty value", "");
+    cluster = strncmp(s, "redis+cluster://", 16) == 0;
+    p = cluster ? s + 16 : s;
+    e->topology = cluster          ? LW_TOPO_CLUSTER
+                  : strchr(s, ',') ? LW_TOPO_REDLOCK
+                                   : LW_TOPO_SINGLE;
+    e->urls = calloc(LW_ENDPOINTS_MAX, sizeof *e->urls);
+    if (e->urls == NULL)
+        return LW_ENOMEM;
+    for (;;) {
+        size_t n = strcspn(p, ",");
+        if (e->n == LW_ENDPOINTS_MAX) {
+            rc = fail(err, errlen, "more than 16 endpoints", s);
+            break;
+        }
+        rc = parse_element(s, p, n, cluster, &e->urls[e->n], err, errlen);
+        if (rc != LW_OK)
+            break;
+        e->n++;
+        if (p[n] == '\0')
+            break;
+        p += n + 1;
+    }
+    if (rc == LW_OK && cluster)
+        rc = inherit_auth(e);
+    if (rc != LW_OK)
+        lw__endpoints_free(e);
+    return rc;
+}
+
+void lw__endpoints_free(struct lw_endpoints *e)
+{
+    for (int i = 0; i < e->n; i++)
+        lw__url_free(&e->urls[i]);
+    free(e->urls);
+    memset(e, 0, sizeof *e);
 }

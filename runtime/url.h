@@ -22,4 +22,30 @@ void lw__url_free(struct lw_url *u);
 /* The URL with its password masked, for log lines. */
 void lw__url_describe(const struct lw_url *u, char *buf, size_t len);
 
+/* Deep copy of src into *dst: LW_OK or LW_ENOMEM (then *dst holds nothing). */
+int lw__url_copy(struct lw_url *dst, const struct lw_url *src);
+
+/* How the endpoints of LOCKWEAVE_REDIS_URL are used. */
+enum lw_topology {
+    LW_TOPO_SINGLE,  /* redis://… or unix://…: one server */
+    LW_TOPO_CLUSTER, /* redis+cluster://h:p[,h:p…]: seed nodes of a cluster */
+    LW_TOPO_REDLOCK  /* redis://…,redis://…: independent masters, quorum */
+};
+
+#define LW_ENDPOINTS_MAX 16
+
+/* Every endpoint LOCKWEAVE_REDIS_URL names, in the order given. */
+struct lw_endpoints {
+    int topology;
+    int n;
+    struct lw_url *urls; /* n of them, owned */
+};
+
+/* Parse a whole LOCKWEAVE_REDIS_URL value.  Cluster seeds without
+ * credentials take the first seed's user, password and database.  LW_OK,
+ * LW_ECONFIG (reason in err) or LW_ENOMEM; on error *e holds nothing. */
+int lw__endpoints_parse(const char *s, struct lw_endpoints *e, char *err,
+                        size_t errlen);
+void lw__endpoints_free(struct lw_endpoints *e);
+
 #endif

@@ -20,8 +20,10 @@
 #include <string.h>
 
 #include "clock.h"
+#include "config.h"
 #include "conn.h"
 #include "log.h"
+#include "redlock.h"
 #include "scripts.h"
 #include "stats.h"
 
@@ -268,8 +270,12 @@ static void send_batch(struct lw_lease **batch, int n, int *results)
 
     for (int i = 0; i < n; i++) {
         results[i] = batch[i]->renews_left == 0 ? 1 : -1;
-        if (batch[i]->renews_left != 0)
-            pos[m++] = i; /* others only have their end-of-lease event */
+        if (batch[i]->renews_left == 0)
+            continue; /* only its end-of-lease event is due */
+        if (batch[i]->cfg->ep.topology == LW_TOPO_REDLOCK)
+            results[i] = lw__redlock_renew(batch[i]);
+        else
+            pos[m++] = i;
     }
     for (int j = 0; j < m; j++) {
         const struct lw_lease *l = batch[pos[j]];
