@@ -573,16 +573,23 @@ static void pass_diag(walk *w, CXDiagnostic d, int as_note)
     const lw_src *src = where(w, clang_getDiagnosticLocation(d), &off);
     CXString msg = clang_getDiagnosticSpelling(d);
     if (!as_note && sev < CXDiagnostic_Error) {
-        /* Warnings are the compiler's business, except one: clang drops an
-         * attribute written after the definition, so a REDIS_LOCK there
+        /* Warnings are the compiler's business, except those that point at
+         * a REDIS_LOCK: each means clang dropped the attribute (after the
+         * definition, before a bare struct, on an empty declaration), so it
          * never reaches the AST and would silently guard nothing. */
         static const char kw[] = "REDIS_LOCK";
         if (src && src->text && off + sizeof kw - 1 <= src->len &&
-            memcmp(src->text + off, kw, sizeof kw - 1) == 0 &&
-            strstr(clang_getCString(msg), "must precede definition")) {
-            diag(LW_DIAG_ERROR, src, off,
-                 "REDIS_LOCK on a declaration after the function's definition; "
-                 "annotate the definition or an earlier declaration");
+            memcmp(src->text + off, kw, sizeof kw - 1) == 0) {
+            if (strstr(clang_getCString(msg), "must precede definition"))
+                diag(LW_DIAG_ERROR, src, off,
+                     "REDIS_LOCK on a declaration after the function's "
+                     "definition; annotate the definition or an earlier "
+                     "declaration");
+            else
+                diag(LW_DIAG_ERROR, src, off,
+                     "REDIS_LOCK must stand before a function declaration or "
+                     "definition (clang ignores it here: %s)",
+                     clang_getCString(msg));
             CXDiagnosticSet kids = clang_getChildDiagnostics(d);
             for (unsigned i = 0; i < clang_getNumDiagnosticsInSet(kids); i++) {
                 CXDiagnostic k = clang_getDiagnosticInSet(kids, i);
