@@ -404,9 +404,11 @@ int annot_parse(lw_annot *a)
             free(val);
         } else if (which == 1) {
             a->on_fail = val;
+            a->on_fail_off = annot_arg_off(a, i);
             a->has_on_fail = 1;
         } else {
             a->skip_if = val;
+            a->skip_if_off = annot_arg_off(a, i);
         }
     }
     return diag_errors() == errs ? 0 : -1;

@@ -15,6 +15,14 @@ int diag_errors(void)
     return n_errors;
 }
 
+unsigned src_line(const lw_src *src, size_t off)
+{
+    unsigned line = 1;
+    for (size_t i = 0; i < off && i < src->len; i++)
+        line += src->text[i] == '\n';
+    return line;
+}
+
 void vdiag(int kind, const lw_src *src, size_t off, const char *fmt, va_list ap)
 {
     static const char *const names[] = {"error", "warning", "note"};
@@ -31,13 +39,10 @@ void vdiag(int kind, const lw_src *src, size_t off, const char *fmt, va_list ap)
     if (off > src->len)
         off = src->len;
     /* Line and column are counted in bytes, 1-based, as clang and gcc do. */
-    unsigned line = 1;
-    size_t bol = 0;
-    for (size_t i = 0; i < off; i++)
-        if (src->text[i] == '\n') {
-            line++;
-            bol = i + 1;
-        }
+    unsigned line = src_line(src, off);
+    size_t bol = off;
+    while (bol > 0 && src->text[bol - 1] != '\n')
+        bol--;
     size_t eol = off;
     while (eol < src->len && src->text[eol] != '\n' && src->text[eol] != '\r')
         eol++;

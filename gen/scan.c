@@ -303,9 +303,11 @@ static int build_func(walk *w, CXCursor def, lw_annot *a, const char *name,
     buf_puts(&wr, "\n{\n");
 
     /* What the wrapper returns when the body does not run. */
-    if (a->has_on_fail)
-        buf_printf(&zero, "(%s)", a->on_fail);
-    else if (!is_void) {
+    if (a->has_on_fail) {
+        buf_putc(&zero, '(');
+        put_user_expr(&zero, a->src, a->on_fail_off, a->on_fail);
+        buf_putc(&zero, ')');
+    } else if (!is_void) {
         if (clang_getCanonicalType(ret).kind == CXType_Record) {
             buf_putc(&zero, '(');
             if (decl_print(&zero, ret, "") != 0)
@@ -327,25 +329,31 @@ static int build_func(walk *w, CXCursor def, lw_annot *a, const char *name,
                (!internal && inl) ? "" : "static ", a->expire_ms, a->wait_ms,
                (int)a->max_renew);
     buf_puts(&wr, "    lw_guard lw__g;\n");
-    if (a->skip_if)
+    if (a->skip_if) {
+        buf_puts(&wr, "    if (");
+        put_user_expr(&wr, a->src, a->skip_if_off, a->skip_if);
         buf_printf(&wr,
-                   "    if (%s) {\n"
+                   "    ) {\n"
                    "        lw_set_last_error(LW_OK);\n"
                    "        %s\n"
                    "    }\n",
-                   a->skip_if, retstmt.p);
+                   retstmt.p);
+    }
     buf_puts(&wr, "    lw_guard_init(&lw__g, &lw__o);\n");
     buf_put(&wr, keycode.p ? keycode.p : "", keycode.len);
     buf_printf(&wr, "    if (lw_guard_enter(&lw__g) != LW_OK)\n        %s\n",
                retstmt.p);
-    if (a->skip_if)
+    if (a->skip_if) {
+        buf_puts(&wr, "    if ( /* checked again under the lock */");
+        put_user_expr(&wr, a->src, a->skip_if_off, a->skip_if);
         buf_printf(&wr,
-                   "    if (%s) { /* checked again under the lock */\n"
+                   "    ) {\n"
                    "        lw_guard_leave(&lw__g);\n"
                    "        lw_set_last_error(LW_OK);\n"
                    "        %s\n"
                    "    }\n",
-                   a->skip_if, retstmt.p);
+                   retstmt.p);
+    }
     if (is_void)
         buf_printf(&wr, "    %s(%s);\n    lw_guard_leave(&lw__g);\n}\n",
                    out->body_name, args.p ? args.p : "");

@@ -14,6 +14,30 @@ static int by_offset(const void *x, const void *y)
     return a->name_off < b->name_off ? -1 : a->name_off > b->name_off;
 }
 
+/* Append a wrapper, turning each LW_LINE_RESUME into a #line that gives the
+ * generated file's own line number back to the code after a user's
+ * expression. */
+static void put_wrapper(lw_buf *out, const char *w, const char *output_abs,
+                        size_t *lines)
+{
+    static const char mark[] = LW_LINE_RESUME "\n";
+    const char *m;
+
+    while ((m = strstr(w, mark)) != NULL) {
+        for (const char *p = w; p < m; p++)
+            *lines += *p == '\n';
+        buf_put(out, w, (size_t)(m - w));
+        buf_printf(out, "#line %zu ", *lines + 2);
+        put_line_path(out, output_abs);
+        buf_putc(out, '\n');
+        (*lines)++;
+        w = m + sizeof mark - 1;
+    }
+    for (const char *p = w; *p; p++)
+        *lines += *p == '\n';
+    buf_puts(out, w);
+}
+
 void weave(const lw_scan *s, const char *output_abs, lw_buf *out)
 {
     const char *t = s->main.text;
@@ -63,7 +87,10 @@ void weave(const lw_scan *s, const char *output_abs, lw_buf *out)
         "<lockweave.h>: use the lockweave-gen of the same installation\"\n"
         "#endif\n",
         LW_GEN_VERSION_NUM, LW_GEN_VERSION);
+    lines = 0;
+    for (size_t i = 0; i < out->len; i++)
+        lines += out->p[i] == '\n';
     for (int i = 0; i < s->nfuncs; i++)
-        buf_puts(out, f[i].wrapper);
+        put_wrapper(out, f[i].wrapper, output_abs, &lines);
     free(f);
 }

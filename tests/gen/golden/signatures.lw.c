@@ -129,7 +129,11 @@ const char *owner_of(const struct req *restrict r, char *restrict scratch)
     lw_guard_key_bytes(&lw__g, "/", 1);
     lw_guard_key_str(&lw__g, r->owner);
     if (lw_guard_enter(&lw__g) != LW_OK)
-        return (((void*)0));
+        return (
+#line 30 "@CASES@/signatures.c"
+((void*)0)
+#line 136 "@OUT@/signatures.lw.c"
+);
     const char *lw__r = lw__owner_of_body(r, scratch);
     lw_guard_leave(&lw__g);
     return lw__r;
@@ -155,7 +159,11 @@ void run_job(unsigned int job, int unused)
 {
     static const lw_lock_opts lw__o = {30000u, 1000u, -1, 0u};
     lw_guard lw__g;
-    if (done[job % 16]) {
+    if (
+#line 49 "@CASES@/signatures.c"
+done[job % 16]
+#line 166 "@OUT@/signatures.lw.c"
+    ) {
         lw_set_last_error(LW_OK);
         return;
     }
@@ -164,7 +172,11 @@ void run_job(unsigned int job, int unused)
     lw_guard_key_u64(&lw__g, (uint64_t)(job));
     if (lw_guard_enter(&lw__g) != LW_OK)
         return;
-    if (done[job % 16]) { /* checked again under the lock */
+    if ( /* checked again under the lock */
+#line 49 "@CASES@/signatures.c"
+done[job % 16]
+#line 179 "@OUT@/signatures.lw.c"
+    ) {
         lw_guard_leave(&lw__g);
         lw_set_last_error(LW_OK);
         return;
