@@ -1,0 +1,292 @@
+/*
+ * Fuzz how the runtime handles what Redis sends back: every reply the
+ * connection code, acquire (the SET/INCR/PTTL pipeline and the queueing
+ * script), release, the watchdog's batched renewals and the wake-up
+ * subscriber's pub/sub messages make sense of.
+ *
+ * The seam is the socket, not a function: a fake Redis on a unix socket
+ * answers each connection with bytes from the input, and the runtime is
+ * driven through its public API (lw_configure, lw_guard_*, lw_shutdown).
+ * The interpreting code is all static functions in files others keep
+ * changing; at the socket the target reaches every one of them, in the
+ * order a real run calls them, and needs no edit to the runtime and no
+ * knowledge of its internals to keep compiling.  hiredis does the RESP
+ * decoding on the way, as in production.
+ *
+ * Input: two option bytes, then the byte streams of the connections in the
+ * order they are opened (the guarded thread's first; then, as it happens,
+ * the wake-up subscriber's and the watchdog's), separated by "|||".  The
+ * fake server writes a connection's whole stream at once and half-closes,
+ * so the runtime reads replies, then EOF: nothing waits on a timeout.
+ *
+ * The runtime's lock tokens are random, so a "g<token> <fence>" message
+ * naming a real waiter is out of reach; everything else is not.
+ */
+#include <lockweave.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define MAXSEG 8
+#define SEP    "|||"
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    const uint8_t *seg[MAXSEG];
+    size_t seglen[MAXSEG];
+    int nseg;
+    int accepted; /* connections of the current input so far */
+    int active;   /* handler threads still running */
+    int listen_fd;
+    char dir[64], path[108], url[128];
+} fk = {.mu = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+struct conn_arg {
+    int fd;
+    uint8_t *bytes;
+    size_t len;
+};
+
+static void *serve_conn(void *p)
+{
+    struct conn_arg *c = p;
+    char sink[4096];
+    size_t off = 0;
+
+    while (off < c->len) {
+        ssize_t n = send(c->fd, c->bytes + off, c->len - off, MSG_NOSIGNAL);
+        if (n <= 0)
+            break;
+        off += (size_t)n;
+    }
+    /* EOF after the scripted replies; keep reading so the client's own
+     * writes never hit a closed socket. */
+    shutdown(c->fd, SHUT_WR);
+    while (read(c->fd, sink, sizeof sink) > 0)
+        ;
+    close(c->fd);
+    free(c->bytes);
+    free(c);
+    pthread_mutex_lock(&fk.mu);
+    fk.active--;
+    pthread_cond_broadcast(&fk.cond);
+    pthread_mutex_unlock(&fk.mu);
+    return NULL;
+}
+
+static void *accept_loop(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        int fd = accept(fk.listen_fd, NULL, NULL);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            return NULL;
+        }
+        struct conn_arg *c = calloc(1, sizeof *c);
+        pthread_t t;
+        pthread_mutex_lock(&fk.mu);
+        int k = fk.accepted++;
+        if (c != NULL && k < fk.nseg && fk.seglen[k] > 0) {
+            c->bytes = malloc(fk.seglen[k]);
+            if (c->bytes != NULL) {
+                memcpy(c->bytes, fk.seg[k], fk.seglen[k]);
+                c->len = fk.seglen[k];
+            }
+        }
+        fk.active++;
+        pthread_mutex_unlock(&fk.mu);
+        if (c == NULL) {
+            close(fd);
+            pthread_mutex_lock(&fk.mu);
+            fk.active--;
+            pthread_mutex_unlock(&fk.mu);
+            continue;
+        }
+        c->fd = fd;
+        if (pthread_create(&t, NULL, serve_conn, c) != 0)
+            abort();
+        pthread_detach(t);
+    }
+}
+
+static int verbose; /* FUZZ_REPLY_VERBOSE=1: the runtime's log and results */
+
+static void log_line(int level, const char *msg, void *ud)
+{
+    (void)ud;
+    if (verbose)
+        fprintf(stderr, "lockweave[%d]: %s\n", level, msg);
+}
+
+static void remove_socket(void)
+{
+    unlink(fk.path);
+    rmdir(fk.dir);
+}
+
+/* Options from the first two bytes: how the call is made. */
+struct plan {
+    uint32_t expire_ms, wait_ms;
+    int32_t max_renew;
+    int reenter, use_lock, body_us, wait_replicas, key;
+};
+
+static struct plan read_plan(uint8_t b0, uint8_t b1)
+{
+    static const uint32_t waits[] = {0, 0, 2, 6};
+    static const uint32_t expires[] = {20, 60, 1000, 30000};
+    static const int32_t renews[] = {-1, 0, 1, 3};
+    static const int bodies[] = {0, 0, 500, 4000};
+    struct plan p = {
+        .wait_ms = waits[b0 & 3],
+        .reenter = (b0 >> 2) & 1,
+        .use_lock = (b0 >> 3) & 1,
+        .body_us = bodies[(b0 >> 4) & 3],
+        .wait_replicas = (b0 >> 6) & 1,
+        .key = b0 >> 7,
+        .expire_ms = expires[b1 & 3],
+        .max_renew = renews[(b1 >> 2) & 3],
+    };
+    return p;
+}
+
+static void run_plan(const struct plan *p)
+{
+    static const char *const keys[] = {"fz", "fz:{tag}:1"};
+    lw_lock_opts o = {p->expire_ms, p->wait_ms, p->max_renew, 0};
+    lw_guard g, inner;
+    lw_config cfg;
+    const char *key = keys[p->key];
+
+    lw_config_init(&cfg);
+    cfg.redis_url = fk.url;
+    cfg.connect_timeout_ms = 500;
+    cfg.command_timeout_ms = 500;
+    cfg.wait_replicas = p->wait_replicas;
+    cfg.wait_timeout_ms = 5;
+    if (lw_configure(&cfg) != LW_OK)
+        abort();
+
+    int rc;
+    if (p->use_lock) {
+        rc = lw_lock(&g, key, strlen(key), &o);
+    } else {
+        lw_guard_init(&g, &o);
+        lw_guard_key_str(&g, key);
+        rc = lw_guard_enter(&g);
+    }
+    if (rc == LW_OK) {
+        (void)lw_fence();
+        if (p->reenter) {
+            lw_guard_init(&inner, &o);
+            lw_guard_key_bytes(&inner, key, strlen(key));
+            if (lw_guard_enter(&inner) == LW_OK)
+                lw_guard_leave(&inner);
+        }
+        if (p->body_us) {
+            struct timespec ts = {0, p->body_us * 1000L};
+            nanosleep(&ts, NULL);
+        }
+        (void)lw_still_held();
+        lw_guard_leave(&g);
+    }
+    if (verbose)
+        fprintf(stderr, "fuzz_reply: enter %s, last error %s\n",
+                lw_strerror(rc), lw_strerror(lw_last_error()));
+    lw_shutdown();
+}
+
+/* Run one input: hand out its streams, make the call, wait until every
+ * connection it opened is closed again (lw_shutdown closes them all), so
+ * the next input starts from the same state. */
+static void run_input(const struct plan *p, const uint8_t *d, size_t n)
+{
+    pthread_mutex_lock(&fk.mu);
+    fk.nseg = 0;
+    fk.accepted = 0;
+    while (fk.nseg < MAXSEG) {
+        const uint8_t *s = memmem(d, n, SEP, 3);
+        size_t len = s ? (size_t)(s - d) : n;
+        fk.seg[fk.nseg] = d;
+        fk.seglen[fk.nseg] = len;
+        fk.nseg++;
+        if (s == NULL)
+            break;
+        d += len + 3;
+        n -= len + 3;
+    }
+    pthread_mutex_unlock(&fk.mu);
+
+    run_plan(p);
+
+    pthread_mutex_lock(&fk.mu);
+    while (fk.active > 0)
+        pthread_cond_wait(&fk.cond, &fk.mu);
+    fk.nseg = 0;
+    pthread_mutex_unlock(&fk.mu);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    pthread_t t;
+
+    /* hiredis writes with write(): a server gone mid-command would raise
+     * SIGPIPE, which applications ignore or handle; so do we. */
+    signal(SIGPIPE, SIG_IGN);
+    verbose = getenv("FUZZ_REPLY_VERBOSE") != NULL;
+    lw_set_logger(log_line, NULL, verbose ? LW_LOG_DEBUG : LW_LOG_OFF);
+    snprintf(fk.dir, sizeof fk.dir, "/tmp/lw-fuzz-reply-XXXXXX");
+    if (mkdtemp(fk.dir) == NULL)
+        abort();
+    snprintf(fk.path, sizeof fk.path, "%s/redis.sock", fk.dir);
+    snprintf(fk.url, sizeof fk.url, "unix://%s", fk.path);
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", fk.path);
+    fk.listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fk.listen_fd < 0 ||
+        bind(fk.listen_fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+        listen(fk.listen_fd, 16) != 0)
+        abort();
+    atexit(remove_socket);
+    if (pthread_create(&t, NULL, accept_loop, NULL) != 0)
+        abort();
+    pthread_detach(t);
+
+    /* The first connection of a process loads the scripts; answer that once
+     * here, so every input then starts with the SHAs known, as a long-running
+     * process does, and replays the same way as it fuzzed. */
+    static const char warm[] =
+        "$40\r\n0000000000000000000000000000000000000001\r\n"
+        "$40\r\n0000000000000000000000000000000000000002\r\n"
+        "$40\r\n0000000000000000000000000000000000000003\r\n"
+        "$-1\r\n:1\r\n:-2\r\n:1\r\n";
+    struct plan p = read_plan(0, 2);
+    run_input(&p, (const uint8_t *)warm, sizeof warm - 1);
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 2 || size > 1 << 16)
+        return 0;
+    struct plan p = read_plan(data[0], data[1]);
+    run_input(&p, data + 2, size - 2);
+    return 0;
+}
