@@ -274,24 +274,33 @@ static void helper_names_are_not_lock_names(void)
 }
 
 /* Enter twice: the second enter is refused and must leave the first one
- * intact — still held, still renewed, released by one leave.  Last in main
- * (its guard in main's frame): when it goes wrong the thread's guard stack
- * is what gets damaged. */
+ * intact — still held, still renewed, released by one leave.  The key is
+ * longer than the guard's inline buffer (a heap key) and the lease is
+ * renewed meanwhile: a guard finished by mistake frees the key the watchdog
+ * still renews (ASan: heap-use-after-free).  Last in main, its guard in
+ * main's frame: when it goes wrong, the thread's guard stack is damaged. */
 static void enter_twice(lw_guard *g)
 {
-    CHECK_RC(lock_str(g, "entered-twice", 5000, 0), LW_OK);
+    char key[LW_GUARD_INLINE_KEY + 72];
+    memset(key, 't', sizeof key - 1);
+    key[sizeof key - 1] = '\0';
+    CHECK_RC(lock_str(g, key, 600, 0), LW_OK);
     int rc = lw_guard_enter(g);
     CHECK_RC(rc, LW_EINVAL);
-    CHECK_EQ(lock_exists(&srv, "entered-twice"), 1);
-    CHECK_EQ(lw_still_held(), 1);
+    sleep_ms(800); /* renewed at ~200, ~400, ~600 ms */
+    int held = lock_exists(&srv, key), still = lw_still_held();
     rc = lw_guard_leave(g);
-    printf("leave after a refused second enter: %s\n", lw_strerror(rc));
-    if (rc != LW_OK || lock_exists(&srv, "entered-twice")) {
+    int after = lock_exists(&srv, key);
+    printf("after a refused second enter: held %d, lw_still_held %d, leave "
+           "%s, key after leave %d\n",
+           held, still, lw_strerror(rc), after);
+    if (!held || !still || rc != LW_OK || after) {
         fprintf(stderr,
-                "a refused second lw_guard_enter() broke the entered "
-                "guard: leave returned %s, lock key %s\n",
-                lw_strerror(rc),
-                lock_exists(&srv, "entered-twice") ? "still held" : "gone");
+                "a refused second lw_guard_enter() broke the entered guard: "
+                "lock key %s after 800 ms, lw_still_held() %d, leave "
+                "returned %s, key %s after leave\n",
+                held ? "held" : "expired", still, lw_strerror(rc),
+                after ? "still there" : "gone");
         failures++;
     }
 }
