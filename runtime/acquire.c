@@ -14,6 +14,8 @@
 #include "guard.h"
 #include "keynames.h"
 #include "redlock.h"
+#include "route.h"
+#include "slot.h"
 #include "scripts.h"
 #include "stats.h"
 #include "thread.h"
@@ -48,9 +50,58 @@ struct attempt {
     int64_t sent_us;  /* when the last try left */
     int64_t valid_ms; /* lease granted by the successful try */
     const struct lw_names *names;
-    char *alive; /* our alive key while queued */
+    char *alive; /* our alive key while queued, built on first need */
     size_t alivelen;
+    int cluster;         /* Redis Cluster: requests go through the router */
+    int slot;            /* the key's slot, in cluster mode */
+    int64_t deadline_us; /* the wait's end */
+    char *alivebuf; /* NAME_INLINE bytes on lw__acquire's stack */
 };
+
+/* Where a redirected or failed-over request may keep trying: to the wait's
+ * end, and at least one command timeout. */
+static int64_t route_deadline(const struct attempt *a)
+{
+    int64_t t = lw__now_us() + (int64_t)a->g->lease.cfg->command_timeout_ms *
+                                   1000;
+    return a->deadline_us > t ? a->deadline_us : t;
+}
+
+static int send_pipeline(struct attempt *a, redisReply **r, int *replayed)
+{
+    if (a->cluster)
+        return lw__route_pipeline(a->g->lease.cfg, a->slot, a->cmds, 3, r,
+                                  replayed, route_deadline(a));
+    return lw__conn_pipeline(a->conn, a->cmds, 3, r, replayed);
+}
+
+static int send_script(struct attempt *a, int id, int nkeys, int nargs,
+                       const char *const *argv, const size_t *lens,
+                       redisReply **r, int *replayed)
+{
+    if (a->cluster)
+        return lw__route_script(a->g->lease.cfg, a->slot, id, nkeys, nargs,
+                                argv, lens, r, replayed, route_deadline(a));
+    return lw__conn_script(a->conn, id, nkeys, nargs, argv, lens, r, replayed);
+}
+
+/* Our alive key, "<alive prefix><token>"; LW_OK or LW_ENOMEM. */
+static int alive_init(struct attempt *a)
+{
+    const struct lw_gimpl *g = a->g;
+
+    if (a->alive != NULL)
+        return LW_OK;
+    a->alivelen = a->names->alivelen + (size_t)g->lease.toklen;
+    a->alive = a->alivelen <= NAME_INLINE ? a->alivebuf
+                                                 : malloc(a->alivelen);
+    if (a->alive == NULL)
+        return LW_ENOMEM;
+    memcpy(a->alive, a->names->alive, a->names->alivelen);
+    memcpy(a->alive + a->names->alivelen, g->lease.token,
+           (size_t)g->lease.toklen);
+    return LW_OK;
+}
 
 static void attempt_init(struct attempt *a)
 {
@@ -102,13 +153,17 @@ static int verdict(struct attempt *a, redisReply **r, int64_t *ttl_ms)
     return 1;
 }
 
+static int enqueue(struct attempt *a, int join, int64_t *ttl_ms);
+
 static int try_once(struct attempt *a, int64_t *ttl_ms)
 {
     redisReply *r[3];
     int replayed, rc;
 
     a->sent_us = lw__now_us();
-    rc = lw__conn_pipeline(a->conn, a->cmds, 3, r, &replayed);
+    rc = send_pipeline(a, r, &replayed);
+    if (rc == LW_ROUTE_ASKED) /* slot migrating: one script, redirected whole */
+        return enqueue(a, 0, ttl_ms);
     if (rc != LW_OK)
         return rc;
     rc = verdict(a, r, ttl_ms);
@@ -159,13 +214,16 @@ static int enqueue(struct attempt *a, int join, int64_t *ttl_ms)
     redisReply *r;
     int replayed, rc;
 
+    if (alive_init(a) != LW_OK)
+        return LW_ENOMEM;
+    argv[3] = a->alive;
+    lens[3] = a->alivelen;
     /* The queue outlives every member's wait and lease. */
     lens[7] = (size_t)snprintf(qttl, sizeof qttl, "%llu",
                                (unsigned long long)g->opts.wait_ms +
                                    g->opts.expire_ms + 1000);
     a->sent_us = lw__now_us();
-    rc = lw__conn_script(a->conn, LW_SCRIPT_ENQUEUE, 4, 5, argv, lens, &r,
-                         &replayed);
+    rc = send_script(a, LW_SCRIPT_ENQUEUE, 4, 5, argv, lens, &r, &replayed);
     if (rc != LW_OK)
         return rc;
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
@@ -197,17 +255,9 @@ static int wait_for(struct attempt *a, int64_t ttl_ms, int64_t deadline_us,
     struct lw_gimpl *g = a->g;
     struct lw_waiter w = {.token = g->lease.token,
                           .toklen = (size_t)g->lease.toklen};
-    char alivebuf[NAME_INLINE];
     int64_t backoff_us = BACKOFF_START_US;
     int notified, rc;
 
-    a->alivelen = a->names->alivelen + (size_t)g->lease.toklen;
-    a->alive = a->alivelen <= sizeof alivebuf ? alivebuf : malloc(a->alivelen);
-    if (a->alive == NULL)
-        return LW_ENOMEM;
-    memcpy(a->alive, a->names->alive, a->names->alivelen);
-    memcpy(a->alive + a->names->alivelen, g->lease.token,
-           (size_t)g->lease.toklen);
     notified = lw__wake_join(&w, a->names->chan, a->names->chanlen);
     rc = enqueue(a, 1, &ttl_ms);
     *queued = rc == 0;
@@ -233,8 +283,6 @@ static int wait_for(struct attempt *a, int64_t ttl_ms, int64_t deadline_us,
         rc = rc == 0 ? LW_ETIMEOUT : rc;
     }
     lw__wake_leave(&w);
-    if (a->alive != alivebuf)
-        free(a->alive);
     return rc;
 }
 
@@ -260,7 +308,8 @@ static int hot_key(const struct lw_gimpl *g, int64_t now_us)
 
 int lw__acquire(struct lw_gimpl *g)
 {
-    struct attempt a = {.g = g};
+    char alivebuf[NAME_INLINE]; /* not in a: no need to zero it */
+    struct attempt a = {.g = g, .alivebuf = alivebuf};
     struct lw_names names;
     int64_t start_us = lw__now_us(), ttl_ms = 0;
     int rc, toklen, queued = 0;
@@ -270,9 +319,12 @@ int lw__acquire(struct lw_gimpl *g)
         return g->lease.cfg->error;
     if (g->lease.cfg->ep.topology == LW_TOPO_REDLOCK)
         return lw__redlock_acquire(g);
-    rc = lw__conn_thread(&a.conn);
-    if (rc != LW_OK)
+    a.cluster = g->lease.cfg->ep.topology == LW_TOPO_CLUSTER;
+    if (a.cluster)
+        a.slot = lw__key_slot(g->key, g->keylen);
+    else if ((rc = lw__conn_thread(&a.conn)) != LW_OK)
         return rc;
+    a.deadline_us = start_us + (int64_t)g->opts.wait_ms * 1000;
     toklen = lw__token_new(g->lease.token);
     if (toklen < 0)
         return toklen;
@@ -292,14 +344,15 @@ int lw__acquire(struct lw_gimpl *g)
         rc =
             g->opts.wait_ms == 0
                 ? LW_ETIMEOUT
-                : wait_for(&a, ttl_ms,
-                           start_us + (int64_t)g->opts.wait_ms * 1000, &queued);
+                : wait_for(&a, ttl_ms, a.deadline_us, &queued);
         lw__stat_wait((uint64_t)(lw__now_us() - start_us));
         /* Hot while we keep having to queue; cold as soon as it is free. */
         hot.until_us = queued ? lw__now_us() + HOT_US : 0;
         hot.hash = key_hash(g);
     }
     lw__names_free(&names);
+    if (a.alive != NULL && a.alive != a.alivebuf)
+        free(a.alive);
     if (rc < 0)
         return rc;
     /* The lease is measured from before the request: whatever the round

@@ -82,6 +82,12 @@ static void note_failure(struct lw_conn *c, int rc, const char *what)
         lw__now_ms() + c->backoff_ms / 2 + lw__jitter(c->backoff_ms / 2 + 1);
 }
 
+void lw__conn_fail(struct lw_conn *c, int rc, const char *what)
+{
+    note_failure(c, rc, what);
+    lw__conn_drop(c);
+}
+
 /* One command on a context that is being set up; LW_OK or code. */
 static int setup_cmd(struct lw_conn *c, int code, int argc, const char **argv)
 {
@@ -219,6 +225,28 @@ static int build_argv(int id, int use_sha, int nkeys, int nargs,
     return n + 3;
 }
 
+/* While c->asking, every command goes out after an ASKING: the flag it sets
+ * on the server lasts for one command only. */
+static int put_asking(struct lw_conn *c)
+{
+    static const char *const argv[] = {"ASKING"};
+    static const size_t lens[] = {6};
+
+    return c->asking ? lw__resp_cmd(&c->out, 1, argv, lens) : 0;
+}
+
+/* Read one reply, skipping the +OK of an ASKING sent before it. */
+static int read_reply(struct lw_conn *c, redisReply **out)
+{
+    if (c->asking) {
+        void *ok;
+        if (redisGetReply(c->ctx, &ok) != REDIS_OK)
+            return -1;
+        freeReplyObject(ok);
+    }
+    return redisGetReply(c->ctx, (void **)out) == REDIS_OK ? 0 : -1;
+}
+
 /* Send what c->out holds, then read n replies into out; -1 on I/O error. */
 static int send_and_read(struct lw_conn *c, redisReply **out, int n)
 {
@@ -229,7 +257,7 @@ static int send_and_read(struct lw_conn *c, redisReply **out, int n)
 
     c->out.len = 0;
     for (int i = 0; rc == 0 && i < n; i++)
-        if (redisGetReply(c->ctx, (void **)&out[i]) != REDIS_OK)
+        if (read_reply(c, &out[i]) != 0)
             rc = -1;
     return rc;
 }
@@ -252,7 +280,7 @@ static redisReply *run_script(struct lw_conn *c, int id, int nkeys, int nargs,
             goto cleanup;
     }
     argc = build_argv(id, use_sha, nkeys, nargs, in, inlen, argv, lens, nbuf);
-    if (lw__resp_cmd(&c->out, argc, argv, lens) != 0 ||
+    if (put_asking(c) != 0 || lw__resp_cmd(&c->out, argc, argv, lens) != 0 ||
         send_and_read(c, &r, 1) != 0)
         goto cleanup;
     if (use_sha && r->type == REDIS_REPLY_ERROR &&
@@ -262,11 +290,13 @@ static redisReply *run_script(struct lw_conn *c, int id, int nkeys, int nargs,
         freeReplyObject(r);
         r = NULL;
         argc = build_argv(id, 0, nkeys, nargs, in, inlen, argv, lens, nbuf);
-        if (lw__resp_cmd(&c->out, argc, argv, lens) != 0 ||
+        if (put_asking(c) != 0 ||
+            lw__resp_cmd(&c->out, argc, argv, lens) != 0 ||
             send_and_read(c, &r, 1) != 0)
             goto cleanup;
     }
 cleanup:
+    c->out.len = 0;
     if (argv != small_argv)
         free(argv);
     if (lens != small_lens)
@@ -282,6 +312,7 @@ struct request {
     const size_t *lens;
     const struct lw_cmd *cmds;
     int ncmds;
+    int flags; /* LW_CONN_... */
 };
 
 /* Send req and read its replies into out; -1 on an I/O error. */
@@ -294,7 +325,8 @@ static int attempt(struct lw_conn *c, const struct request *req,
         return out[0] ? 0 : -1;
     }
     for (int i = 0; i < req->ncmds; i++)
-        if (lw__resp_cmd(&c->out, req->cmds[i].argc, req->cmds[i].argv,
+        if (put_asking(c) != 0 ||
+            lw__resp_cmd(&c->out, req->cmds[i].argc, req->cmds[i].argv,
                          req->cmds[i].lens) != 0) {
             c->out.len = 0;
             return -1;
@@ -311,12 +343,17 @@ static void free_replies(redisReply **out, int n)
     }
 }
 
+void lw__conn_log_error(const redisReply *r)
+{
+    lw__log(LW_LOG_WARN, "Redis error reply: %s", r->str);
+    LW_STAT_ADD(redis_errors, 1);
+}
+
 static int has_error(redisReply **out, int n)
 {
     for (int i = 0; i < n; i++)
         if (out[i]->type == REDIS_REPLY_ERROR) {
-            lw__log(LW_LOG_WARN, "Redis error reply: %s", out[i]->str);
-            LW_STAT_ADD(redis_errors, 1);
+            lw__conn_log_error(out[i]);
             return 1;
         }
     return 0;
@@ -338,8 +375,11 @@ static int run(struct lw_conn *c, const struct request *req, redisReply **out,
         if (rc != LW_OK)
             return rc;
         c->fresh = 0;
-        if (attempt(c, req, out) == 0) {
-            if (!has_error(out, n))
+        c->asking = (req->flags & LW_CONN_ASKING) != 0;
+        rc = attempt(c, req, out);
+        c->asking = 0;
+        if (rc == 0) {
+            if ((req->flags & LW_CONN_RAW_ERRORS) || !has_error(out, n))
                 return LW_OK;
             free_replies(out, n);
             return LW_EREDIS;
@@ -371,5 +411,26 @@ int lw__conn_pipeline(struct lw_conn *c, const struct lw_cmd *cmds, int n,
                       redisReply **out, int *replayed)
 {
     struct request req = {.script = -1, .cmds = cmds, .ncmds = n};
+    return run(c, &req, out, replayed);
+}
+
+int lw__conn_script_ex(struct lw_conn *c, int id, int nkeys, int nargs,
+                       const char *const *argv, const size_t *lens, int flags,
+                       redisReply **out, int *replayed)
+{
+    struct request req = {.script = id,
+                          .nkeys = nkeys,
+                          .nargs = nargs,
+                          .argv = argv,
+                          .lens = lens,
+                          .flags = flags};
+    return run(c, &req, out, replayed);
+}
+
+int lw__conn_pipeline_ex(struct lw_conn *c, const struct lw_cmd *cmds, int n,
+                         int flags, redisReply **out, int *replayed)
+{
+    struct request req = {
+        .script = -1, .cmds = cmds, .ncmds = n, .flags = flags};
     return run(c, &req, out, replayed);
 }

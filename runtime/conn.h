@@ -24,6 +24,8 @@ struct lw_conn {
     int fresh;          /* opened by the current call: no replay on error */
     int failing;        /* last attempt failed: log the recovery */
     int last_rc;        /* why it failed, repeated while backing off */
+    int asking;         /* cluster ASK redirection: prefix each command of
+                           the next request with ASKING */
     struct lw_resp out; /* commands being formatted, reused */
 };
 
@@ -43,6 +45,12 @@ int lw__conn_ensure(struct lw_conn *c);
 
 /* Close after an I/O or protocol error; the next use reconnects. */
 void lw__conn_drop(struct lw_conn *c);
+
+/* Close after a failure noticed by a caller that drives c->ctx itself
+ * (Redlock's parallel round trips): logged and counted like conn.c's own
+ * failures, and the next lw__conn_ensure() fails fast with rc until the
+ * reconnect backoff ends. */
+void lw__conn_fail(struct lw_conn *c, int rc, const char *what);
 
 /*
  * Run script id with keys then args (at most 6 in all).  EVALSHA, falling back
@@ -67,5 +75,19 @@ struct lw_cmd {
  * caller frees each).  Same errors and retry as lw__conn_script(). */
 int lw__conn_pipeline(struct lw_conn *c, const struct lw_cmd *cmds, int n,
                       redisReply **out, int *replayed);
+
+/* Flags of the _ex forms, for the cluster router. */
+#define LW_CONN_RAW_ERRORS 1 /* hand error replies (MOVED, ASK, ...) back in
+                                out with LW_OK instead of LW_EREDIS */
+#define LW_CONN_ASKING     2 /* ASKING before each command (ASK redirect) */
+
+int lw__conn_script_ex(struct lw_conn *c, int id, int nkeys, int nargs,
+                       const char *const *argv, const size_t *lens, int flags,
+                       redisReply **out, int *replayed);
+int lw__conn_pipeline_ex(struct lw_conn *c, const struct lw_cmd *cmds, int n,
+                         int flags, redisReply **out, int *replayed);
+
+/* Log and count an error reply (the plain forms do it themselves). */
+void lw__conn_log_error(const redisReply *r);
 
 #endif

@@ -1,32 +1,71 @@
+/*
+ * Names of a lock's companion keys, laid out so that every key one script
+ * touches hashes to the lock key's Redis Cluster slot (a script whose keys
+ * span slots fails with CROSSSLOT, and a shard channel lives on its slot's
+ * node).  Every name is "{T}R<suffix>", T being what decides K's slot:
+ *   K has a hash tag ("lock:stock:{42}")  ->  "{42}lock:stock:{42}:fence"
+ *   K has none and no '}' ("lock:a{b")    ->  "{lock:a{b}:fence"
+ *   K has none but holds a '}' ("lock:{}", "lock:a}b"): "{K}" would end the
+ *   tag early, so T is a short hex string picked to hash to K's slot:
+ *                                         ->  "{<hex>}lock:a}b:fence"
+ * Starting with '{', a companion can never be a lock key (those start with
+ * the prefix, "lock:"), so locking "t{1}:fence" never touches the fence of
+ * "t{1}".
+ */
 #include "keynames.h"
 
 #include <lockweave.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "slot.h"
+
 static const char *const suffixes[] = {":fence", ":wake", ":q", ":w:"};
 
-static int has_hash_tag(const char *key, size_t len)
-{
-    const char *open = memchr(key, '{', len);
-    const char *close;
+/* For each slot, 1 + the smallest n whose "%x" hashes to it (0: not yet
+ * looked for).  Racing threads compute the same value, so relaxed atomics
+ * suffice. */
+static uint32_t slot_tag_cache[LW_SLOTS];
 
-    if (open == NULL)
-        return 0;
-    close = memchr(open + 1, '}', len - (size_t)(open + 1 - key));
-    return close != NULL && close > open + 1;
+/* A hash tag without braces whose slot is slot, in buf; its length. */
+static size_t slot_tag(int slot, char *buf, size_t cap)
+{
+    uint32_t n = __atomic_load_n(&slot_tag_cache[slot], __ATOMIC_RELAXED);
+    size_t len;
+
+    if (n == 0) {
+        /* CRC16 spreads short strings evenly: ~16k tries find any slot. */
+        for (n = 1;; n++) {
+            len = (size_t)snprintf(buf, cap, "%x", n - 1);
+            if (lw__crc16(buf, len) % LW_SLOTS == (unsigned)slot)
+                break;
+        }
+        __atomic_store_n(&slot_tag_cache[slot], n, __ATOMIC_RELAXED);
+    }
+    return (size_t)snprintf(buf, cap, "%x", n - 1);
 }
 
 int lw__names_init(struct lw_names *n, const char *key, size_t len)
 {
-    int tag = has_hash_tag(key, len);
-    size_t base = len + (tag ? 0 : 2), need = 0;
     const char **out[] = {&n->fence, &n->chan, &n->queue, &n->alive};
     size_t *outlen[] = {&n->fencelen, &n->chanlen, &n->queuelen, &n->alivelen};
-    char *p;
+    size_t start, taglen, restlen = len, need = 0;
+    const char *tag, *rest = key;
+    char hex[16], *p;
 
+    if (lw__hash_tag(key, len, &start, &taglen)) {
+        tag = key + start;
+    } else if (memchr(key, '}', len) == NULL) {
+        tag = key;
+        taglen = len;
+        restlen = 0;
+    } else {
+        taglen = slot_tag(lw__key_slot(key, len), hex, sizeof hex);
+        tag = hex;
+    }
     for (int i = 0; i < 4; i++)
-        need += base + strlen(suffixes[i]);
+        need += taglen + 2 + restlen + strlen(suffixes[i]);
     n->heap = need > sizeof n->buf ? malloc(need) : NULL;
     if (need > sizeof n->buf && n->heap == NULL)
         return LW_ENOMEM;
@@ -34,13 +73,13 @@ int lw__names_init(struct lw_names *n, const char *key, size_t len)
     for (int i = 0; i < 4; i++) {
         size_t slen = strlen(suffixes[i]);
         *out[i] = p;
-        *outlen[i] = base + slen;
-        if (!tag)
-            *p++ = '{';
-        memcpy(p, key, len);
-        p += len;
-        if (!tag)
-            *p++ = '}';
+        *outlen[i] = taglen + 2 + restlen + slen;
+        *p++ = '{';
+        memcpy(p, tag, taglen);
+        p += taglen;
+        *p++ = '}';
+        memcpy(p, rest, restlen);
+        p += restlen;
         memcpy(p, suffixes[i], slen);
         p += slen;
     }

@@ -7,9 +7,9 @@
 
 /*
  * The Redis names that go with one lock key K: its fence counter, wake-up
- * channel, waiter queue, and the prefix of its waiters' alive keys.  All are
- * "{K}:suffix" — or "K:suffix" when K has a hash tag of its own — so each
- * sits in K's Redis Cluster slot and one script may touch them all.
+ * channel, waiter queue, and the prefix of its waiters' alive keys.  All sit
+ * in K's Redis Cluster slot (layout in keynames.c), so one script may touch
+ * them all, and none can be the lock key of another user key.
  * Not NUL-terminated: use the lengths.
  */
 struct lw_names {

@@ -11,7 +11,9 @@
 #include "keynames.h"
 #include "log.h"
 #include "redlock.h"
+#include "route.h"
 #include "scripts.h"
+#include "slot.h"
 #include "watchdog.h"
 
 static int verdict(struct lw_gimpl *g, long long result, int replayed)
@@ -31,10 +33,34 @@ static int verdict(struct lw_gimpl *g, long long result, int replayed)
     return LW_ELOST;
 }
 
+/* Run the release script on this thread's connection, or, in a cluster, on
+ * the master of the key's slot, following redirections and failovers while
+ * the lease may still be ours. */
+static int run_release(struct lw_gimpl *g, const char *const *argv,
+                       const size_t *lens, int nargs, redisReply **r,
+                       int *replayed)
+{
+    const struct lw_settings *s = g->lease.cfg;
+    struct lw_conn *conn;
+    int64_t deadline_us, t;
+    int rc;
+
+    if (s->ep.topology != LW_TOPO_CLUSTER) {
+        rc = lw__conn_thread(&conn);
+        return rc != LW_OK ? rc
+                           : lw__conn_script(conn, LW_SCRIPT_RELEASE, 3, nargs,
+                                             argv, lens, r, replayed);
+    }
+    deadline_us = g->lease.valid_until_ms * 1000;
+    t = lw__now_us() + (int64_t)s->command_timeout_ms * 1000;
+    return lw__route_script(s, lw__key_slot(g->key, g->keylen),
+                            LW_SCRIPT_RELEASE, 3, nargs, argv, lens, r,
+                            replayed, deadline_us > t ? deadline_us : t);
+}
+
 int lw__release(struct lw_gimpl *g)
 {
     struct lw_names names;
-    struct lw_conn *conn;
     redisReply *r = NULL;
     char handoff[16];
     int rc, replayed = 0;
@@ -45,8 +71,6 @@ int lw__release(struct lw_gimpl *g)
     if (g->lease.cfg->ep.topology == LW_TOPO_REDLOCK)
         return lw__redlock_release(g);
     rc = lw__names_init(&names, g->key, g->keylen);
-    if (rc == LW_OK)
-        rc = lw__conn_thread(&conn);
     if (rc == LW_OK) {
         const char *argv[] = {g->key,         names.queue, names.fence,
                               g->lease.token, names.chan,  handoff,
@@ -57,8 +81,7 @@ int lw__release(struct lw_gimpl *g)
                          names.alivelen};
         lens[5] = (size_t)snprintf(handoff, sizeof handoff, "%d",
                                    g->lease.cfg->handoff_ms);
-        rc = lw__conn_script(conn, LW_SCRIPT_RELEASE, 3, 4, argv, lens, &r,
-                             &replayed);
+        rc = run_release(g, argv, lens, 4, &r, &replayed);
     }
     if (rc == LW_OK && r->type == REDIS_REPLY_INTEGER) {
         rc = verdict(g, r->integer, replayed);

@@ -2,6 +2,7 @@
 
 #include "config.h"
 #include "conn.h"
+#include "route.h"
 #include "thread.h"
 #include "wake.h"
 #include "watchdog.h"
@@ -15,5 +16,7 @@ void lw_shutdown(void)
     if (t->conn != NULL) {
         lw__conn_drop(t->conn);
     }
+    lw__route_thread_drop();
+    lw__route_shutdown();
     lw__settings_free_all();
 }

@@ -8,9 +8,10 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "route.h"
 
 static _Thread_local struct lw_thread tls;
-static pthread_key_t conn_key;
+static pthread_key_t conn_key, nodes_key;
 static pthread_once_t conn_key_once = PTHREAD_ONCE_INIT;
 
 static void conn_destructor(void *p)
@@ -21,6 +22,7 @@ static void conn_destructor(void *p)
 static void conn_key_init(void)
 {
     pthread_key_create(&conn_key, conn_destructor);
+    pthread_key_create(&nodes_key, lw__route_nodes_free);
 }
 
 struct lw_thread *lw__thread(void)
@@ -33,6 +35,13 @@ void lw__thread_set_conn(struct lw_conn *conn)
     pthread_once(&conn_key_once, conn_key_init);
     tls.conn = conn;
     pthread_setspecific(conn_key, conn);
+}
+
+void lw__thread_set_nodes(struct lw_nodeconns *nodes)
+{
+    pthread_once(&conn_key_once, conn_key_init);
+    tls.nodes = nodes;
+    pthread_setspecific(nodes_key, nodes);
 }
 
 uint32_t lw__jitter(uint32_t n)

@@ -5,12 +5,14 @@
 
 struct lw_gimpl;
 struct lw_conn;
+struct lw_nodeconns;
 
 /* Everything lockweave keeps per thread.  Reached through lw__thread(). */
 struct lw_thread {
     int last_error;
     struct lw_gimpl *top; /* innermost entered guard (a stack via ->outer) */
     struct lw_conn *conn; /* this thread's Redis connection, or NULL */
+    struct lw_nodeconns *nodes; /* its connections to cluster nodes */
     unsigned token_gen;   /* lw__fork_gen the token base was drawn in */
     unsigned char token_base[16];
     uint64_t token_seq;
@@ -21,6 +23,9 @@ struct lw_thread *lw__thread(void);
 
 /* Remember conn so it is closed when the thread exits. */
 void lw__thread_set_conn(struct lw_conn *conn);
+
+/* Same for the table of cluster node connections (route.c). */
+void lw__thread_set_nodes(struct lw_nodeconns *nodes);
 
 /* A jitter value in [0, n). Not for tokens: those use getrandom(). */
 uint32_t lw__jitter(uint32_t n);

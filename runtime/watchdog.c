@@ -24,13 +24,16 @@
 #include "conn.h"
 #include "log.h"
 #include "redlock.h"
+#include "route.h"
 #include "scripts.h"
+#include "slot.h"
 #include "stats.h"
 
 #define BATCH_MAX      256
 #define BATCH_SLACK_MS 5 /* renew a little early to batch neighbours */
 #define IDLE_WAKE_MS   1000
 #define FIFOS_MAX      16 /* lease lengths with a FIFO of their own */
+#define CLUSTER_TRY_MS 250 /* one renewal's redirects and retries, at most */
 
 /* A heap entry carries its due time: sifting compares inside this one array
  * and never follows a pointer into a lease on some thread's stack (with
@@ -257,26 +260,17 @@ static int settle(struct lw_lease *l, int result, int64_t sent_ms, int64_t now)
     return 1;
 }
 
-/* Renew every lease of the batch that has renewals left, in one script call
- * (one round trip, one reply, one Lua call for the whole batch); results[i]
- * is 1, 0, or -1 when Redis gave no usable answer. */
-static void send_batch(struct lw_lease **batch, int n, int *results)
+/* Renew leases of one cfg and one slot in one script call.  KEYS must share
+ * a slot in a cluster, so a batch goes out as one call per slot. */
+static void renew_group(struct lw_lease **batch, const int *pos, int m,
+                        int slot, int *results)
 {
     static const char *argv[3 * BATCH_MAX]; /* watchdog thread only */
     static size_t lens[3 * BATCH_MAX];
-    static int pos[BATCH_MAX];
+    const struct lw_settings *cfg = batch[pos[0]]->cfg;
     redisReply *r = NULL;
-    int m = 0, replayed;
+    int replayed, rc;
 
-    for (int i = 0; i < n; i++) {
-        results[i] = batch[i]->renews_left == 0 ? 1 : -1;
-        if (batch[i]->renews_left == 0)
-            continue; /* only its end-of-lease event is due */
-        if (batch[i]->cfg->ep.topology == LW_TOPO_REDLOCK)
-            results[i] = lw__redlock_renew(batch[i]);
-        else
-            pos[m++] = i;
-    }
     for (int j = 0; j < m; j++) {
         const struct lw_lease *l = batch[pos[j]];
         argv[j] = l->key;
@@ -286,14 +280,79 @@ static void send_batch(struct lw_lease **batch, int n, int *results)
         argv[2 * m + j] = l->expire_str;
         lens[2 * m + j] = (size_t)l->expire_len;
     }
-    if (m == 0 || lw__conn_script(wd.conn, LW_SCRIPT_RENEW, m, 2 * m, argv,
-                                  lens, &r, &replayed) != LW_OK)
+    if (slot < 0)
+        rc = lw__conn_script(wd.conn, LW_SCRIPT_RENEW, m, 2 * m, argv, lens,
+                             &r, &replayed);
+    else
+        rc = lw__route_script(cfg, slot, LW_SCRIPT_RENEW, m, 2 * m, argv, lens,
+                              &r, &replayed,
+                              lw__now_us() + CLUSTER_TRY_MS * 1000);
+    if (rc != LW_OK)
         return;
     if (r->type == REDIS_REPLY_ARRAY && r->elements == (size_t)m)
         for (int j = 0; j < m; j++)
             if (r->element[j]->type == REDIS_REPLY_INTEGER)
                 results[pos[j]] = r->element[j]->integer == 1;
     freeReplyObject(r);
+}
+
+/* Cluster leases, by configuration then slot, so each group is a run. */
+static struct lw_lease **sort_batch;
+static int slot_of[BATCH_MAX];
+
+static int by_cfg_then_slot(const void *pa, const void *pb)
+{
+    int a = *(const int *)pa, b = *(const int *)pb;
+    const struct lw_settings *ca = sort_batch[a]->cfg, *cb = sort_batch[b]->cfg;
+
+    if (ca != cb)
+        return ca < cb ? -1 : 1;
+    return slot_of[a] - slot_of[b];
+}
+
+/* One script call per (configuration, slot) among the cluster leases. */
+static void renew_cluster(struct lw_lease **batch, int *cpos, int m,
+                          int *results)
+{
+    for (int j = 0; j < m; j++)
+        slot_of[cpos[j]] =
+            lw__key_slot(batch[cpos[j]]->key, batch[cpos[j]]->keylen);
+    sort_batch = batch;
+    qsort(cpos, (size_t)m, sizeof *cpos, by_cfg_then_slot);
+    for (int j = 0; j < m;) {
+        int k = j + 1;
+        while (k < m && batch[cpos[k]]->cfg == batch[cpos[j]]->cfg &&
+               slot_of[cpos[k]] == slot_of[cpos[j]])
+            k++;
+        renew_group(batch, cpos + j, k - j, slot_of[cpos[j]], results);
+        j = k;
+    }
+}
+
+/* Renew every lease of the batch that has renewals left, in one script call
+ * (one round trip, one reply, one Lua call for the whole batch; in a cluster
+ * one per slot); results[i] is 1, 0, or -1 when Redis gave no usable
+ * answer. */
+static void send_batch(struct lw_lease **batch, int n, int *results)
+{
+    static int pos[BATCH_MAX], cpos[BATCH_MAX]; /* watchdog thread only */
+    int m = 0, cm = 0;
+
+    for (int i = 0; i < n; i++) {
+        results[i] = batch[i]->renews_left == 0 ? 1 : -1;
+        if (batch[i]->renews_left == 0)
+            continue; /* only its end-of-lease event is due */
+        if (batch[i]->cfg->ep.topology == LW_TOPO_REDLOCK)
+            results[i] = lw__redlock_renew(batch[i]);
+        else if (batch[i]->cfg->ep.topology == LW_TOPO_CLUSTER)
+            cpos[cm++] = i;
+        else
+            pos[m++] = i;
+    }
+    if (m > 0)
+        renew_group(batch, pos, m, -1, results);
+    if (cm > 0)
+        renew_cluster(batch, cpos, cm, results);
 }
 
 /* Take due leases off the heap (mu held); they are marked in flight. */

@@ -1,0 +1,100 @@
+/* Key layout on a real cluster: our CRC16 and hash-tag rule agree with
+ * CLUSTER KEYSLOT, and every name a lock's scripts touch (lock, fence,
+ * queue, alive keys, wake-up channel) sits in the lock key's slot — also for
+ * user keys with braces of their own, balanced or not.  Then each such key
+ * is locked and released through the cluster. */
+#include <lockweave.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check.h"
+#include "keynames.h"
+#include "rh_cluster.h"
+#include "slot.h"
+
+static rh_cluster cl;
+
+static const char *const odd_keys[] = {
+    "stock:{42}", "{}", "a{b", "a}b", "{}x{y}", "}{", "{{a}}", "x{}{y}",
+    "{a", "}", "{", "", "lock:{", "{user1000}.following", "ab{c}d{e}",
+    "\xff\x00{\x01}", "very-long-key-without-any-tag-at-all-0123456789"};
+
+static void check_slot(const char *key, size_t len, int want)
+{
+    int ours = lw__key_slot(key, len);
+    int redis = rh_cluster_keyslot(&cl, key, len);
+
+    CHECK_MSG(ours == redis, "slot of \"%.*s\": ours %d, CLUSTER KEYSLOT %d",
+              (int)len, key, ours, redis);
+    CHECK_MSG(want < 0 || ours == want,
+              "\"%.*s\" is in slot %d, its lock key in slot %d", (int)len, key,
+              ours, want);
+}
+
+/* The user key k, as the lock key "lock:" + k, and its companions. */
+static void check_layout(const char *k, size_t klen)
+{
+    char key[256], alive[512];
+    struct lw_names n;
+    size_t len = (size_t)snprintf(key, sizeof key, "lock:%.*s", (int)klen, k);
+    int slot = lw__key_slot(key, len);
+
+    check_slot(key, len, -1);
+    CHECK_EQ(lw__names_init(&n, key, len), LW_OK);
+    check_slot(n.fence, n.fencelen, slot);
+    check_slot(n.queue, n.queuelen, slot);
+    check_slot(n.chan, n.chanlen, slot);
+    memcpy(alive, n.alive, n.alivelen);
+    memcpy(alive + n.alivelen, "0123456789abcdef0123456789abcdef:1f", 35);
+    check_slot(alive, n.alivelen + 35, slot);
+    lw__names_free(&n);
+}
+
+static void lock_and_release(const char *k, size_t klen)
+{
+    lw_lock_opts o;
+    lw_guard g;
+    int rc;
+
+    memset(&o, 0, sizeof o);
+    o.expire_ms = 5000;
+    o.wait_ms = 2000;
+    o.max_renew = -1;
+    rc = lw_lock(&g, k, klen, &o);
+    CHECK_MSG(rc == LW_OK, "lock \"%.*s\": %s", (int)klen, k, lw_strerror(rc));
+    CHECK_MSG(lw_fence() > 0, "no fence for \"%.*s\"", (int)klen, k);
+    rc = lw_guard_leave(&g);
+    CHECK_MSG(rc == LW_OK, "leave \"%.*s\": %s", (int)klen, k, lw_strerror(rc));
+}
+
+int main(void)
+{
+    char buf[32];
+    lw_config cfg;
+
+    CHECK_EQ(lw__crc16("123456789", 9), 0x31c3);
+    CHECK_EQ(rh_cluster_start(&cl, 3, 1), 0);
+    for (size_t i = 0; i < sizeof odd_keys / sizeof *odd_keys; i++) {
+        size_t len = i == 15 ? 5 : strlen(odd_keys[i]);
+        check_slot(odd_keys[i], len, -1);
+        check_layout(odd_keys[i], len);
+    }
+    for (int i = 0; i < 2000; i++) {
+        int len = snprintf(buf, sizeof buf, "%s%d%s", i % 3 ? "" : "{", i * 7919,
+                           i % 5 ? "" : "}");
+        check_layout(buf, (size_t)len);
+    }
+
+    lw_config_init(&cfg);
+    cfg.redis_url = cl.url;
+    CHECK_EQ(lw_configure(&cfg), LW_OK);
+    for (size_t i = 0; i < sizeof odd_keys / sizeof *odd_keys; i++)
+        if (odd_keys[i][0] != '\0')
+            lock_and_release(odd_keys[i], i == 15 ? 5 : strlen(odd_keys[i]));
+    printf("cluster slots: layout of %zu odd and 2000 plain keys matches "
+           "CLUSTER KEYSLOT; odd keys lock and release\n",
+           sizeof odd_keys / sizeof *odd_keys);
+    lw_shutdown();
+    rh_cluster_stop(&cl);
+    return 0;
+}
