@@ -76,8 +76,6 @@ static int finish(struct lw_thread *t, struct lw_gimpl *g, int rc)
 
 static int check(const struct lw_gimpl *g)
 {
-    if (g->state != LW_G_INIT)
-        return LW_EINVAL;
     if (g->status != LW_OK)
         return g->status;
     if (g->keylen == g->key_start || g->opts.expire_ms == 0)
@@ -117,8 +115,13 @@ int lw_guard_enter(lw_guard *gu)
 {
     struct lw_gimpl *g = lw__gimpl(gu), *o;
     struct lw_thread *t = lw__thread();
-    int rc = check(g);
+    int rc;
 
+    /* A guard entered (or finished) already is left as it is: finishing it
+     * here would free a key the watchdog may be renewing right now. */
+    if (g->state != LW_G_INIT)
+        return t->last_error = LW_EINVAL;
+    rc = check(g);
     if (rc == LW_OK && (o = find_owner(t, g)) != NULL) {
         g->state = LW_G_REENTERED;
         g->owner = o;

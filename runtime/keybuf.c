@@ -14,13 +14,17 @@ static int reserve(struct lw_gimpl *g, size_t extra)
 
     if (g->status != LW_OK)
         return -1;
-    if (need <= g->keycap)
-        return 0;
-    if (need > LW_KEY_MAX) {
+    /* Checked before the capacity: a buffer that grew by doubling may hold
+     * more than LW_KEY_MAX, and the limit is on the key, not the buffer. */
+    if (need > LW_KEY_MAX || need < extra) {
         g->status = LW_EINVAL;
         return -1;
     }
+    if (need <= g->keycap)
+        return 0;
     cap = g->keycap * 2 > need ? g->keycap * 2 : need;
+    if (cap > LW_KEY_MAX)
+        cap = LW_KEY_MAX;
     p = g->key == g->inline_key ? malloc(cap) : realloc(g->key, cap);
     if (p == NULL) {
         g->status = LW_ENOMEM;

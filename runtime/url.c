@@ -8,9 +8,44 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* s with the credentials of every comma-separated element (what precedes
+ * its last '@') replaced by "***": error messages are logged, and a URL
+ * refused for its port must not put its password in the log. */
+static void masked(const char *s, char *out, size_t outlen)
+{
+    size_t o = 0;
+
+    while (*s != '\0' && o + 1 < outlen) {
+        size_t n = strcspn(s, ",");
+        const char *at = NULL, *scheme = strstr(s, "://");
+        const char *from = scheme && scheme < s + n ? scheme + 3 : s;
+
+        for (const char *q = from; q < s + n; q++)
+            if (*q == '@')
+                at = q;
+        if (at != NULL) {
+            o += (size_t)snprintf(out + o, outlen - o, "%.*s***%.*s",
+                                  (int)(from - s), s, (int)(s + n - at), at);
+        } else {
+            o += (size_t)snprintf(out + o, outlen - o, "%.*s", (int)n, s);
+        }
+        if (o >= outlen)
+            break;
+        s += n;
+        if (*s == ',' && o + 1 < outlen)
+            out[o++] = *s++;
+        out[o] = '\0';
+    }
+    if (outlen > 0 && o < outlen)
+        out[o] = '\0';
+}
+
 static int fail(char *err, size_t errlen, const char *why, const char *s)
 {
-    snprintf(err, errlen, "%s in Redis URL \"%.64s\"", why, s);
+    char shown[256];
+
+    masked(s, shown, sizeof shown);
+    snprintf(err, errlen, "%s in Redis URL \"%.96s\"", why, shown);
     return LW_ECONFIG;
 }
 
