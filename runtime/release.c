@@ -74,14 +74,15 @@ int lw__release(struct lw_gimpl *g)
     if (rc == LW_OK) {
         const char *argv[] = {g->key,         names.queue, names.fence,
                               g->lease.token, names.chan,  handoff,
-                              names.alive};
+                              names.alive,    "spublish"};
         size_t lens[] = {g->keylen,      names.queuelen,
                          names.fencelen, (size_t)g->lease.toklen,
                          names.chanlen,  0,
-                         names.alivelen};
+                         names.alivelen, 8};
+        int cluster = g->lease.cfg->ep.topology == LW_TOPO_CLUSTER;
         lens[5] = (size_t)snprintf(handoff, sizeof handoff, "%d",
                                    g->lease.cfg->handoff_ms);
-        rc = run_release(g, argv, lens, 4, &r, &replayed);
+        rc = run_release(g, argv, lens, cluster ? 5 : 4, &r, &replayed);
     }
     if (rc == LW_OK && r->type == REDIS_REPLY_INTEGER) {
         rc = verdict(g, r->integer, replayed);

@@ -62,8 +62,9 @@ static const char enqueue_lua[] =
 
 /*
  * Release.  KEYS: lock, queue, fence.  ARGV: token, wake-up channel,
- * hand-off age ms, alive-key prefix.  1 released, 0 already expired, -1 held
- * by another owner.
+ * hand-off age ms, alive-key prefix [, 'spublish' in a cluster: sharded
+ * pub/sub delivers on the channel's slot's node only].  1 released, 0 already
+ * expired, -1 held by another owner.
  * With waiters queued, the oldest live one is told: if it has waited at least
  * the hand-off age, the lock is handed to it right here (set to its token,
  * fence minted, "g<token> <fence>" published) so nobody can barge past it;
@@ -93,10 +94,10 @@ static const char release_lua[] =
     "    redis.call('zrem', KEYS[2], head[1])\n"
     "    redis.call('set', KEYS[1], tok, 'PX', string.sub(head[1], sep + 1))\n"
     "    local f = redis.call('incr', KEYS[3])\n"
-    "    redis.call('publish', ARGV[2], 'g' .. tok .. ' ' .. f)\n"
+    "    redis.call(ARGV[5] or 'publish', ARGV[2], 'g' .. tok .. ' ' .. f)\n"
     "    return 1\n"
     "  else\n"
-    "    redis.call('publish', ARGV[2], 'w' .. tok)\n"
+    "    redis.call(ARGV[5] or 'publish', ARGV[2], 'w' .. tok)\n"
     "    return 1\n"
     "  end\n"
     "end\n";

@@ -1,18 +1,26 @@
 /*
  * Wake-on-release: the per-process subscriber thread.
  *
- * The release script PUBLISHes on the lock's channel, naming the queued
- * waiter it wakes or hands the lock to.  One connection per process, in
- * subscribe mode, carries every channel some local thread waits on; a message
- * wakes the thread it names, which goes on at once instead of sleeping out a
- * backoff.  The thread multiplexes
- * the Redis socket and an eventfd with poll(), so other threads never touch
- * its hiredis context: they queue (un)subscriptions and poke the eventfd.
+ * The release script publishes on the lock's channel, naming the queued
+ * waiter it wakes or hands the lock to.  Subscriber connections carry every
+ * channel some local thread waits on; a message wakes the thread it names,
+ * which goes on at once instead of sleeping out a backoff.  The thread
+ * multiplexes its Redis sockets and an eventfd with poll(), so other threads
+ * never touch its hiredis contexts: they queue (un)subscriptions and poke
+ * the eventfd.
+ *
+ * One server: one connection, SUBSCRIBE / PUBLISH.  Redis Cluster: sharded
+ * pub/sub (Redis 7), so a release reaches only the node that serves the
+ * channel's slot instead of being broadcast to every node: one connection per
+ * master that serves a waited-on channel, SSUBSCRIBE there.  When a slot
+ * moves (failover, resharding) its node ends the subscription with an
+ * unsolicited SUNSUBSCRIBE, or answers MOVED; the channel is then subscribed
+ * again wherever the refreshed slot map says.
  *
  * A missed message (subscriber reconnecting, a release published before the
- * SUBSCRIBE took effect) costs little: waiters also sleep at most the lock's
- * remaining TTL and a poll cap, and a confirmed SUBSCRIBE wakes them to retry
- * once, closing the gap between their first try and the subscription.
+ * SUBSCRIBE took effect, a slot moving) costs little: waiters also sleep at
+ * most the lock's remaining TTL and a poll cap, and a confirmed subscription
+ * (or a lost one) wakes them to retry once, closing the gap.
  */
 #include "wake.h"
 
@@ -25,21 +33,34 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "config.h"
 #include "conn.h"
 #include "log.h"
+#include "route.h"
+#include "slot.h"
+#include "slotmap.h"
 
 #define NBUCKETS  256
 #define LINGER_MS 1000 /* keep an idle subscription this long */
 #define POLL_MS   500
+#define SUBS_MAX  32 /* subscriber connections: masters with waiters */
 
 struct lw_wchan {
     char *name;
     size_t len;
+    int slot;       /* its cluster slot */
     int refs;       /* waiters joined */
     int subscribed; /* 0 no, 1 SUBSCRIBE sent, 2 confirmed */
+    int sub;        /* the connection it was subscribed on */
     int64_t idle_since_ms;
     struct lw_waiter *head, *tail;
     struct lw_wchan *next;
+};
+
+/* One subscriber connection: to the configured server, or to one master. */
+struct sub {
+    struct lw_url url; /* cluster node (owned); unused with one server */
+    struct lw_conn *conn;
 };
 
 static struct {
@@ -48,7 +69,12 @@ static struct {
     int started, stopping, dirty, healthy;
     int evfd;
     pthread_t thread;
-    struct lw_conn *conn;
+    int cluster;      /* subs are cluster nodes (sharded pub/sub) */
+    unsigned cfg_gen; /* configuration the subs were set up for */
+    struct sub subs[SUBS_MAX];
+    int nsubs;
+    uint64_t map_version; /* slot map the subscriptions were placed by */
+    int need_map;         /* a slot moved: learn the map again */
     int64_t next_sweep_ms;
 } wk = {.mu = PTHREAD_MUTEX_INITIALIZER, .evfd = -1};
 
@@ -104,32 +130,115 @@ static void wake_all(struct lw_wchan *e)
     }
 }
 
-static void for_each(void (*fn)(struct lw_wchan *))
-{
-    for (int b = 0; b < NBUCKETS; b++)
-        for (struct lw_wchan *e = wk.buckets[b]; e != NULL; e = e->next)
-            fn(e);
-}
-
+/* Channel e is no longer subscribed (connection lost, slot moved): its
+ * waiters poll once now, and it is subscribed again on the next flush. */
 static void forget_subscription(struct lw_wchan *e)
 {
     e->subscribed = 0;
-    wake_all(e); /* let them poll while we reconnect */
+    wk.dirty = 1;
+    wake_all(e);
 }
 
-static void send_cmd(const char *cmd, struct lw_wchan *e)
+static void forget_sub_channels(int sub)
+{
+    for (int b = 0; b < NBUCKETS; b++)
+        for (struct lw_wchan *e = wk.buckets[b]; e != NULL; e = e->next)
+            if (e->subscribed && e->sub == sub)
+                forget_subscription(e);
+}
+
+static void send_cmd(int sub, const char *cmd, struct lw_wchan *e)
 {
     const char *argv[] = {cmd, e->name};
     size_t lens[] = {strlen(cmd), e->len};
-    redisAppendCommandArgv(wk.conn->ctx, 2, argv, lens);
+    redisAppendCommandArgv(wk.subs[sub].conn->ctx, 2, argv, lens);
 }
 
-/* Send queued SUBSCRIBEs, and UNSUBSCRIBE channels idle past LINGER_MS
+static void drop_sub(int i)
+{
+    lw__conn_drop(wk.subs[i].conn);
+}
+
+static void free_subs(void)
+{
+    for (int i = 0; i < wk.nsubs; i++) {
+        lw__conn_free(wk.subs[i].conn);
+        lw__url_free(&wk.subs[i].url);
+    }
+    wk.nsubs = 0;
+}
+
+/* Index of the subscriber connection for u (created if new), -1 if none
+ * can be had. */
+static int sub_for_node(const struct lw_url *u)
+{
+    struct sub *s;
+
+    for (int i = 0; i < wk.nsubs; i++)
+        if (wk.subs[i].url.port == u->port &&
+            strcmp(wk.subs[i].url.host, u->host) == 0)
+            return i;
+    if (wk.nsubs == SUBS_MAX)
+        return -1;
+    s = &wk.subs[wk.nsubs];
+    if (lw__url_copy(&s->url, u) != LW_OK)
+        return -1;
+    if ((s->conn = lw__conn_new_to(&s->url)) == NULL) {
+        lw__url_free(&s->url);
+        return -1;
+    }
+    return wk.nsubs++;
+}
+
+/* Where e belongs now: 0 with one server, else its slot's master by the
+ * current map; -1 when the map does not say (then it is learnt again). */
+static int sub_for(const struct lw_wchan *e)
+{
+    const struct lw_slotmap *m;
+
+    if (!wk.cluster)
+        return 0;
+    m = lw__slotmap_current();
+    if (m == NULL || m->cfg_gen != wk.cfg_gen ||
+        m->owner[e->slot] == LW_SLOT_UNSERVED) {
+        wk.need_map = 1;
+        return -1;
+    }
+    return sub_for_node(&m->nodes[m->owner[e->slot]]);
+}
+
+static int sub_up(int i)
+{
+    return i >= 0 && i < wk.nsubs && wk.subs[i].conn->ctx != NULL;
+}
+
+/* A new slot map: channels whose slot now lives elsewhere leave their old
+ * node and are subscribed again where the map says (mu held). */
+static void follow_map(void)
+{
+    uint64_t v = lw__route_map_version();
+
+    if (!wk.cluster || v == wk.map_version)
+        return;
+    wk.map_version = v;
+    for (int b = 0; b < NBUCKETS; b++)
+        for (struct lw_wchan *e = wk.buckets[b]; e != NULL; e = e->next) {
+            int to = e->subscribed ? sub_for(e) : e->sub;
+            if (!e->subscribed || to == e->sub)
+                continue;
+            if (sub_up(e->sub))
+                send_cmd(e->sub, "SUNSUBSCRIBE", e);
+            forget_subscription(e);
+        }
+}
+
+/* Send queued subscriptions, and unsubscribe channels idle past LINGER_MS
  * (mu held).  Lingering spares a hot key a subscribe per contended wait. */
 static void flush_subscriptions(int64_t now)
 {
+    const char *sub_cmd = wk.cluster ? "SSUBSCRIBE" : "SUBSCRIBE";
+    const char *unsub_cmd = wk.cluster ? "SUNSUBSCRIBE" : "UNSUBSCRIBE";
     int sweep = now >= wk.next_sweep_ms;
-    int done = 0;
 
     if (sweep)
         wk.next_sweep_ms = now + LINGER_MS / 2;
@@ -138,12 +247,16 @@ static void flush_subscriptions(int64_t now)
         while (*pp != NULL) {
             struct lw_wchan *e = *pp;
             if (e->refs > 0 && e->subscribed == 0) {
-                send_cmd("SUBSCRIBE", e);
-                e->subscribed = 1;
+                int to = sub_for(e);
+                if (sub_up(to)) {
+                    send_cmd(to, sub_cmd, e);
+                    e->sub = to;
+                    e->subscribed = 1;
+                }
             } else if (sweep && e->refs == 0 &&
                        now - e->idle_since_ms >= LINGER_MS) {
-                if (e->subscribed)
-                    send_cmd("UNSUBSCRIBE", e);
+                if (e->subscribed && sub_up(e->sub))
+                    send_cmd(e->sub, unsub_cmd, e);
                 *pp = e->next;
                 free(e->name);
                 free(e);
@@ -153,89 +266,180 @@ static void flush_subscriptions(int64_t now)
         }
     }
     wk.dirty = 0;
-    while (!done)
-        if (redisBufferWrite(wk.conn->ctx, &done) != REDIS_OK)
-            break;
+    for (int i = 0; i < wk.nsubs; i++) {
+        int done = 0;
+        while (sub_up(i) && !done)
+            if (redisBufferWrite(wk.subs[i].conn->ctx, &done) != REDIS_OK)
+                break;
+    }
 }
 
-static void on_push(redisReply *r)
+static void on_reply(int sub, redisReply *r)
 {
     struct lw_wchan *e;
+    const char *kind;
 
+    if (r->type == REDIS_REPLY_ERROR) {
+        /* MOVED to a subscription: the map is stale.  Every unconfirmed
+         * subscription on this node is placed again after a refresh. */
+        lw__log(LW_LOG_DEBUG, "wake-up subscriber: %s", r->str);
+        wk.need_map = 1;
+        for (int b = 0; b < NBUCKETS; b++)
+            for (e = wk.buckets[b]; e != NULL; e = e->next)
+                if (e->subscribed == 1 && e->sub == sub)
+                    forget_subscription(e);
+        return;
+    }
     if (r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
         r->element[0]->type != REDIS_REPLY_STRING ||
         r->element[1]->type != REDIS_REPLY_STRING)
         return;
     e = *find_slot(r->element[1]->str, r->element[1]->len);
-    if (e == NULL)
+    if (e == NULL || e->sub != sub)
         return;
-    if (strcmp(r->element[0]->str, "message") == 0) {
+    kind = r->element[0]->str;
+    if (kind[0] == 's') /* smessage, ssubscribe, sunsubscribe */
+        kind++;
+    if (strcmp(kind, "message") == 0) {
         if (r->element[2]->type == REDIS_REPLY_STRING)
             wake_named(e, r->element[2]->str, r->element[2]->len);
-    } else if (strcmp(r->element[0]->str, "subscribe") == 0) {
+    } else if (strcmp(kind, "subscribe") == 0) {
         e->subscribed = 2;
         wake_all(e); /* a release may have slipped in before this */
+    } else if (strcmp(kind, "unsubscribe") == 0 && e->refs > 0) {
+        /* Not ours (we unsubscribe only idle channels): the node gave up
+         * the slot.  Subscribe again where the new map says. */
+        wk.need_map = wk.cluster;
+        forget_subscription(e);
     }
 }
 
-/* Read what the socket has (mu held); -1 when the connection broke. */
-static int drain(void)
+/* Read what sub i's socket has (mu held); -1 when the connection broke. */
+static int drain(int i)
 {
+    redisContext *ctx = wk.subs[i].conn->ctx;
     void *r;
 
-    if (redisBufferRead(wk.conn->ctx) != REDIS_OK)
+    if (redisBufferRead(ctx) != REDIS_OK)
         return -1;
     for (;;) {
-        if (redisGetReplyFromReader(wk.conn->ctx, &r) != REDIS_OK)
+        if (redisGetReplyFromReader(ctx, &r) != REDIS_OK)
             return -1;
         if (r == NULL)
             return 0;
-        on_push(r);
+        on_reply(i, r);
         freeReplyObject(r);
     }
 }
 
-static void connect_locked(void)
+/* Follow a configuration change: new mode, no connection kept (mu held). */
+static void follow_config(const struct lw_settings *s)
 {
-    int rc;
+    if (s->gen == wk.cfg_gen && wk.nsubs > 0)
+        return;
+    for (int b = 0; b < NBUCKETS; b++)
+        for (struct lw_wchan *e = wk.buckets[b]; e != NULL; e = e->next)
+            if (e->subscribed)
+                forget_subscription(e);
+    free_subs();
+    wk.cfg_gen = s->gen;
+    wk.cluster = s->ep.topology == LW_TOPO_CLUSTER;
+    wk.map_version = 0;
+    if (!wk.cluster) { /* the configured endpoint, however it is reached */
+        memset(&wk.subs[0].url, 0, sizeof wk.subs[0].url);
+        if ((wk.subs[0].conn = lw__conn_new()) != NULL)
+            wk.nsubs = 1;
+    }
+}
 
-    pthread_mutex_unlock(&wk.mu);
-    rc = lw__conn_ensure(wk.conn);
-    pthread_mutex_lock(&wk.mu);
-    wk.healthy = rc == LW_OK;
-    if (wk.healthy) {
-        for_each(forget_subscription);
+/* 1 when some waiting channel needs sub i. */
+static int sub_wanted(int i)
+{
+    if (!wk.cluster)
+        return 1;
+    for (int b = 0; b < NBUCKETS; b++)
+        for (struct lw_wchan *e = wk.buckets[b]; e != NULL; e = e->next)
+            if (e->refs > 0 && (e->subscribed ? e->sub == i : 1))
+                return 1;
+    return 0;
+}
+
+/* Open wanted subscriber connections and learn the slot map when asked,
+ * without holding mu across the I/O. */
+static void connect_locked(const struct lw_settings *s)
+{
+    int healthy = 1;
+
+    if (wk.need_map) {
+        wk.need_map = 0;
+        pthread_mutex_unlock(&wk.mu);
+        lw__route_refresh(s);
+        pthread_mutex_lock(&wk.mu);
+        follow_map();
         wk.dirty = 1;
     }
+    for (int i = 0; i < wk.nsubs; i++) {
+        int rc;
+        if (sub_up(i) || !sub_wanted(i))
+            continue;
+        pthread_mutex_unlock(&wk.mu);
+        rc = lw__conn_ensure(wk.subs[i].conn);
+        pthread_mutex_lock(&wk.mu);
+        if (rc == LW_OK) {
+            forget_sub_channels(i);
+            wk.dirty = 1;
+        } else {
+            healthy = 0;
+        }
+    }
+    wk.healthy = healthy;
 }
 
 static void *wake_main(void *arg)
 {
+    struct pollfd fds[1 + SUBS_MAX];
+    int owner[1 + SUBS_MAX];
+
     (void)arg;
     pthread_mutex_lock(&wk.mu);
     while (!wk.stopping) {
-        struct pollfd fds[2] = {{.fd = wk.evfd, .events = POLLIN},
-                                {.fd = -1, .events = POLLIN}};
+        const struct lw_settings *s = lw__settings();
+        int n = 1, any_down = 0;
         uint64_t count;
 
-        if (wk.conn->ctx == NULL)
-            connect_locked();
-        if (wk.conn->ctx != NULL) {
-            flush_subscriptions(lw__now_ms());
-            fds[1].fd = wk.conn->ctx->fd;
+        follow_config(s);
+        if (wk.cluster && wk.nsubs == 0 && lw__route_map_version() == 0)
+            wk.need_map = 1;
+        connect_locked(s);
+        follow_map();
+        flush_subscriptions(lw__now_ms());
+        fds[0] = (struct pollfd){.fd = wk.evfd, .events = POLLIN};
+        for (int i = 0; i < wk.nsubs; i++) {
+            if (!sub_up(i)) {
+                any_down |= sub_wanted(i);
+                continue;
+            }
+            owner[n] = i;
+            fds[n++] = (struct pollfd){.fd = wk.subs[i].conn->ctx->fd,
+                                       .events = POLLIN};
         }
         pthread_mutex_unlock(&wk.mu);
-        poll(fds, 2, fds[1].fd >= 0 ? POLL_MS : 50);
+        poll(fds, (nfds_t)n, any_down || wk.need_map ? 50 : POLL_MS);
         pthread_mutex_lock(&wk.mu);
         if (fds[0].revents & POLLIN)
             (void)!read(wk.evfd, &count, sizeof count);
-        if (fds[1].fd >= 0 && (fds[1].revents & (POLLIN | POLLERR | POLLHUP)) &&
-            wk.conn->ctx != NULL && drain() < 0) {
-            lw__log(LW_LOG_WARN, "wake-up subscriber lost Redis: %s",
-                    wk.conn->ctx->errstr);
-            lw__conn_drop(wk.conn);
-            wk.healthy = 0;
-            for_each(forget_subscription);
+        for (int k = 1; k < n; k++) {
+            int i = owner[k];
+            if (!(fds[k].revents & (POLLIN | POLLERR | POLLHUP)) || !sub_up(i))
+                continue;
+            if (drain(i) < 0) {
+                lw__log(LW_LOG_WARN, "wake-up subscriber lost Redis: %s",
+                        wk.subs[i].conn->ctx->errstr);
+                drop_sub(i);
+                wk.healthy = 0;
+                wk.need_map = wk.cluster; /* a master died? */
+                forget_sub_channels(i);
+            }
         }
     }
     pthread_mutex_unlock(&wk.mu);
@@ -246,8 +450,6 @@ static int start_locked(void)
 {
     if (wk.started)
         return 1;
-    if (wk.conn == NULL && (wk.conn = lw__conn_new()) == NULL)
-        return 0;
     if (wk.evfd < 0 && (wk.evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
         return 0;
     wk.stopping = 0;
@@ -284,6 +486,8 @@ int lw__wake_join(struct lw_waiter *w, const char *chan, size_t chanlen)
         }
         memcpy(e->name, chan, chanlen);
         e->len = chanlen;
+        e->slot = lw__key_slot(chan, chanlen);
+        e->sub = -1;
         *pp = e;
     }
     e = *pp;
@@ -352,6 +556,19 @@ static void free_all_entries(void)
     }
 }
 
+static void reset_locked(void)
+{
+    free_all_entries();
+    free_subs();
+    wk.cfg_gen = 0;
+    wk.map_version = 0;
+    wk.need_map = 0;
+    wk.healthy = 0;
+    if (wk.evfd >= 0)
+        close(wk.evfd);
+    wk.evfd = -1;
+}
+
 void lw__wake_stop(void)
 {
     pthread_mutex_lock(&wk.mu);
@@ -363,13 +580,7 @@ void lw__wake_stop(void)
         pthread_mutex_lock(&wk.mu);
         wk.started = 0;
     }
-    free_all_entries();
-    lw__conn_free(wk.conn);
-    wk.conn = NULL;
-    wk.healthy = 0;
-    if (wk.evfd >= 0)
-        close(wk.evfd);
-    wk.evfd = -1;
+    reset_locked();
     pthread_mutex_unlock(&wk.mu);
 }
 
@@ -387,12 +598,7 @@ void lw__wake_atfork_parent(void)
  * threads: start from nothing (closing only the child's copies of the fds). */
 void lw__wake_atfork_child(void)
 {
-    free_all_entries();
-    lw__conn_free(wk.conn);
-    wk.conn = NULL;
-    if (wk.evfd >= 0)
-        close(wk.evfd);
-    wk.evfd = -1;
-    wk.started = wk.stopping = wk.dirty = wk.healthy = 0;
+    reset_locked();
+    wk.started = wk.stopping = wk.dirty = 0;
     pthread_mutex_unlock(&wk.mu);
 }
