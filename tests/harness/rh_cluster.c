@@ -201,6 +201,36 @@ int rh_cluster_wait_ok(rh_cluster *c, int timeout_ms)
     return 0;
 }
 
+/* 1 when s is a master, or a replica done with its initial sync: a replica
+ * promoted before that would serve its slots empty. */
+static int in_sync(rh_server *s)
+{
+    redisReply *r = rh_cmd(s, "INFO replication");
+    int ok = r != NULL && r->type == REDIS_REPLY_STRING &&
+             (strstr(r->str, "role:master") != NULL ||
+              (strstr(r->str, "master_link_status:up") != NULL &&
+               strstr(r->str, "master_sync_in_progress:0") != NULL));
+
+    freeReplyObject(r);
+    return ok;
+}
+
+static int wait_replicas_synced(rh_cluster *c, int timeout_ms)
+{
+    long long deadline = mono_ms() + timeout_ms;
+
+    for (int i = 0; i < c->n; i++)
+        while (c->node[i].pid > 0 && !in_sync(&c->node[i])) {
+            if (mono_ms() >= deadline) {
+                fprintf(stderr, "redis harness: replica %d not in sync\n",
+                        c->node[i].port);
+                return -1;
+            }
+            rh__sleep_ms(20);
+        }
+    return 0;
+}
+
 int rh_cluster_start(rh_cluster *c, int masters, int replicas_per_master)
 {
     rh_opts o;
@@ -231,7 +261,8 @@ int rh_cluster_start(rh_cluster *c, int masters, int replicas_per_master)
         if (rh_start(&c->node[i], &o) != 0)
             goto fail;
     }
-    if (create(c, replicas_per_master) != 0 || rh_cluster_wait_ok(c, 30000))
+    if (create(c, replicas_per_master) != 0 || rh_cluster_wait_ok(c, 30000) ||
+        wait_replicas_synced(c, 30000))
         goto fail;
     len = snprintf(c->url, sizeof c->url, "redis+cluster://");
     for (int i = 0; i < c->n; i++)

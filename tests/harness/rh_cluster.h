@@ -31,7 +31,7 @@ typedef struct rh_cluster {
 
 /* Start masters * (1 + replicas_per_master) servers, create the cluster and
  * wait until every node reports cluster_state:ok with all 16384 slots
- * assigned.  Returns 0, or -1 after printing why (all servers stopped). */
+ * assigned and every replica has finished its first sync.  Returns 0, or -1 after printing why (all servers stopped). */
 int rh_cluster_start(rh_cluster *c, int masters, int replicas_per_master);
 
 /* Stop every server still running (by PID) and remove their directories. */
