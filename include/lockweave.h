@@ -108,7 +108,8 @@ LW_API int lw_last_error(void);
 /* ------------------------------------------------------------------------ */
 
 /* Fencing token of the innermost lock this thread holds: strictly increasing
- * per key across all clients.  0 outside a guarded section.  Thread-local. */
+ * per key across all clients.  0 outside a guarded section.  Thread-local.
+ * Always 0 with several independent masters (Redlock): they share no order. */
 LW_API uint64_t lw_fence(void);
 
 /* 1 while the innermost lock this thread holds is still ours; 0 once a renewal

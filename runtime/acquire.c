@@ -315,6 +315,7 @@ int lw__acquire(struct lw_gimpl *g)
     int rc, toklen, queued = 0;
 
     g->lease.cfg = lw__settings();
+    g->lease.drift_ms = 0; /* one server's own clock: nothing to allow for */
     if (g->lease.cfg->error != LW_OK)
         return g->lease.cfg->error;
     if (g->lease.cfg->ep.topology == LW_TOPO_REDLOCK)

@@ -102,8 +102,20 @@ static const char release_lua[] =
     "  end\n"
     "end\n";
 
+/* Redlock, on one of the masters: compare the token, then renew (ARGV[2],
+ * lease ms) or delete (no ARGV[2]).  KEYS: lock.  ARGV: token [, lease ms].
+ * 1 done, 0 no such key, -1 another owner's. */
+static const char redlock_lua[] =
+    "local v = redis.call('get', KEYS[1])\n"
+    "if v == ARGV[1] then\n"
+    "  if ARGV[2] then return redis.call('pexpire', KEYS[1], ARGV[2]) end\n"
+    "  return redis.call('del', KEYS[1])\n"
+    "end\n"
+    "if v then return -1 end\n"
+    "return 0\n";
+
 static const char *const texts[LW_SCRIPT_COUNT] = {renew_lua, release_lua,
-                                                   enqueue_lua};
+                                                   enqueue_lua, redlock_lua};
 static char shas[LW_SCRIPT_COUNT][41];
 static int sha_ready[LW_SCRIPT_COUNT];
 static pthread_mutex_t sha_mu = PTHREAD_MUTEX_INITIALIZER;

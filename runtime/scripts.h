@@ -6,6 +6,7 @@ enum lw_script_id {
     LW_SCRIPT_RENEW,
     LW_SCRIPT_RELEASE,
     LW_SCRIPT_ENQUEUE,
+    LW_SCRIPT_REDLOCK,
     LW_SCRIPT_COUNT
 };
 

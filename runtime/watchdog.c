@@ -255,7 +255,7 @@ static int settle(struct lw_lease *l, int result, int64_t sent_ms, int64_t now)
     LW_STAT_ADD(renewed, 1);
     if (l->renews_left > 0)
         l->renews_left--;
-    l->valid_until_ms = sent_ms + l->expire_ms;
+    l->valid_until_ms = sent_ms + l->expire_ms - l->drift_ms;
     schedule(l, sent_ms);
     return 1;
 }
