@@ -84,14 +84,15 @@ extern const char
 /* Status codes: 0 or negative.  lw_strerror() names each. */
 enum {
     LW_OK = 0,
-    LW_ETIMEOUT = -1, /* the lock stayed busy until the wait ran out */
-    LW_EREDIS = -2,   /* Redis unreachable, or an unexpected reply */
-    LW_ELOST = -3,    /* the lease expired or was taken while the body ran */
-    LW_ECONFIG = -4,  /* bad LOCKWEAVE_REDIS_URL or lw_configure() values */
-    LW_ENOMEM = -5,   /* out of memory */
-    LW_EINVAL = -6,   /* bad argument: NULL or oversized key, bad duration */
-    LW_EAUTH = -7,    /* Redis refused AUTH or SELECT */
-    LW_EFORKED = -8,  /* a lock held by the parent process, seen in a child */
+    LW_ETIMEOUT = -1,  /* the lock stayed busy until the wait ran out */
+    LW_EREDIS = -2,    /* Redis unreachable, or an unexpected reply */
+    LW_ELOST = -3,     /* the lease expired or was taken while the body ran */
+    LW_ECONFIG = -4,   /* bad LOCKWEAVE_REDIS_URL or lw_configure() values */
+    LW_ENOMEM = -5,    /* out of memory */
+    LW_EINVAL = -6,    /* bad argument: NULL or oversized key, bad duration */
+    LW_EAUTH = -7,     /* Redis refused AUTH or SELECT */
+    LW_EFORKED = -8,   /* a lock held by the parent process, seen in a child */
+    LW_EREPLICAS = -9, /* too few replicas confirmed the lock (wait_replicas) */
 };
 
 /* A static English text for an LW_E... code ("unknown error" otherwise).

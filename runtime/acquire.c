@@ -14,6 +14,7 @@
 #include "guard.h"
 #include "keynames.h"
 #include "redlock.h"
+#include "replicas.h"
 #include "route.h"
 #include "slot.h"
 #include "scripts.h"
@@ -359,5 +360,8 @@ int lw__acquire(struct lw_gimpl *g)
     /* The lease is measured from before the request: whatever the round
      * trip took, our clock never believes in more lease than Redis gave. */
     g->lease.valid_until_ms = a.sent_us / 1000 + a.valid_ms;
+    /* Replica-safe acquire: it counts once the replicas have it. */
+    if (g->lease.cfg->wait_replicas > 0 && a.conn != NULL)
+        return lw__wait_replicas(g, a.conn);
     return LW_OK;
 }

@@ -24,6 +24,8 @@ const char *lw_strerror(int code)
         return "Redis refused AUTH or SELECT";
     case LW_EFORKED:
         return "lock belongs to the parent process (fork)";
+    case LW_EREPLICAS:
+        return "lock not confirmed by enough replicas (WAIT)";
     default:
         return "unknown error";
     }
