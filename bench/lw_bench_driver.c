@@ -266,7 +266,10 @@ int main(int argc, char **argv)
     char b;
 
     snprintf(url, sizeof url, "redis://127.0.0.1:%d", opt.port);
-    setenv("LOCKWEAVE_REDIS_URL", url, 1);
+    /* bench/redlock/run.sh locks on several masters (counters stay on
+     * --port): LW_BENCH_LOCK_URL is then the lock's LOCKWEAVE_REDIS_URL. */
+    setenv("LOCKWEAVE_REDIS_URL",
+           getenv("LW_BENCH_LOCK_URL") ? getenv("LW_BENCH_LOCK_URL") : url, 1);
     c = connect_to();
     reset_counters(c);
     res = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
