@@ -20,7 +20,7 @@
 
 #define N          5
 #define CONNECT_MS 300
-#define COMMAND_MS 500
+#define COMMAND_MS 1000
 
 static rh_server srv[N];
 static char url[N * 64];
@@ -352,17 +352,17 @@ static void renewal(void)
     lw_stats before, after;
     lw_stats_get(&before);
     lw_guard g;
-    CHECK_RC(lock_str(&g, "renew", 600, 0), LW_OK);
+    CHECK_RC(lock_str(&g, "renew", 1000, 0), LW_OK);
     sleep_ms(500);
     CHECK_EQ(rh_kill(&srv[0]), 0);
     CHECK_EQ(rh_kill(&srv[1]), 0);
-    sleep_ms(1500); /* 2.5 leases */
+    sleep_ms(2000); /* 2.5 leases in all */
     CHECK_EQ(lw_still_held(), 1);
     CHECK_EQ(holders("renew"), N - 2);
     CHECK(lock_pttl(&srv[2], "renew") > 0);
     CHECK_RC(lw_guard_leave(&g), LW_OK);
     lw_stats_get(&after);
-    printf("renewal: held 2 s on a 600 ms lease (two masters killed after "
+    printf("renewal: held 2.5 s on a 1 s lease (two masters killed after "
            "0.5 s), %llu renewals\n",
            (unsigned long long)(after.renewed - before.renewed));
     CHECK(after.renewed - before.renewed >= 2);
@@ -376,17 +376,17 @@ static void deleted_behind_its_back(void)
 {
     /* On two masters: a quorum still has it. */
     lw_guard g;
-    CHECK_RC(lock_str(&g, "del2", 600, 0), LW_OK);
+    CHECK_RC(lock_str(&g, "del2", 1000, 0), LW_OK);
     del_on(0, "del2");
     del_on(1, "del2");
-    sleep_ms(700); /* a renewal or two */
+    sleep_ms(800); /* two renewals */
     CHECK_EQ(lw_still_held(), 1);
     CHECK_RC(lw_guard_leave(&g), LW_OK);
 
     /* On three: lost, noticed by the watchdog. */
     lw_stats before, after;
     lw_stats_get(&before);
-    CHECK_RC(lock_str(&g, "del3", 600, 0), LW_OK);
+    CHECK_RC(lock_str(&g, "del3", 1000, 0), LW_OK);
     del_on(0, "del3");
     del_on(2, "del3");
     del_on(4, "del3");
