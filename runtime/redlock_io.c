@@ -94,6 +94,15 @@ int lw__masters_get(const struct lw_settings *cfg, struct lw_masters **out)
     return LW_OK;
 }
 
+void lw__masters_drop(void)
+{
+    if (mine == NULL)
+        return;
+    pthread_setspecific(masters_key, NULL);
+    masters_free(mine);
+    mine = NULL;
+}
+
 void lw__votes_free(struct lw_vote *votes, int n)
 {
     for (int i = 0; i < n; i++) {

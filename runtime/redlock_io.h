@@ -60,4 +60,7 @@ void lw__masters_run(struct lw_masters *m, const struct lw_rcmd *cmd,
 
 void lw__votes_free(struct lw_vote *votes, int n);
 
+/* Close and free this thread's master connections (lw_shutdown()). */
+void lw__masters_drop(void);
+
 #endif

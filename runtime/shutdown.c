@@ -2,6 +2,7 @@
 
 #include "config.h"
 #include "conn.h"
+#include "redlock_io.h"
 #include "route.h"
 #include "thread.h"
 #include "wake.h"
@@ -17,6 +18,7 @@ void lw_shutdown(void)
         lw__conn_drop(t->conn);
     }
     lw__route_thread_drop();
+    lw__masters_drop();
     lw__route_shutdown();
     lw__settings_free_all();
 }
