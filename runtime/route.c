@@ -188,6 +188,7 @@ static enum verdict classify(redisReply **out, int n, const struct lw_url *from,
         int moved;
         if (out[i]->type != REDIS_REPLY_ERROR)
             continue;
+        lw__log(LW_LOG_DEBUG, "Redis Cluster: %s", e);
         if (strncmp(e, "TRYAGAIN", 8) == 0 ||
             strncmp(e, "CLUSTERDOWN", 11) == 0 ||
             strncmp(e, "LOADING", 7) == 0 || strncmp(e, "MASTERDOWN", 10) == 0)

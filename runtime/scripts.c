@@ -70,6 +70,10 @@ static const char enqueue_lua[] =
  * fence minted, "g<token> <fence>" published) so nobody can barge past it;
  * otherwise "w<token>" wakes it to compete.  Barging while the queue is young
  * keeps throughput; the hand-off bounds every waiter's wait.
+ * The alive key is not declared (its name depends on the queue's head), so
+ * while the slot is being migrated and that key already moved, Redis refuses
+ * to read it here: pcall catches that, after our DEL, and the waiter is only
+ * woken, never handed a lock it may not be alive to release.
  */
 static const char release_lua[] =
     "local v = redis.call('get', KEYS[1])\n"
@@ -88,8 +92,12 @@ static const char release_lua[] =
     "  end\n"
     "  local sep = string.find(head[1], '|', 1, true)\n"
     "  local tok = string.sub(head[1], 1, sep - 1)\n"
-    "  if redis.call('exists', ARGV[4] .. tok) == 0 then\n"
+    "  local alive = redis.pcall('exists', ARGV[4] .. tok)\n"
+    "  if alive == 0 then\n"
     "    redis.call('zrem', KEYS[2], head[1])\n"
+    "  elseif type(alive) ~= 'number' then\n"
+    "    redis.call(ARGV[5] or 'publish', ARGV[2], 'w' .. tok)\n"
+    "    return 1\n"
     "  elseif now - tonumber(head[2]) >= tonumber(ARGV[3]) then\n"
     "    redis.call('zrem', KEYS[2], head[1])\n"
     "    redis.call('set', KEYS[1], tok, 'PX', string.sub(head[1], sep + 1))\n"

@@ -1,0 +1,210 @@
+/*
+ * A slot resharded while its locks are in use: CLUSTER SETSLOT IMPORTING /
+ * MIGRATING, MIGRATE of its keys in small batches, SETSLOT NODE.  Meanwhile
+ * lockweave meets ASK (keys already moved), TRYAGAIN (a script's keys split
+ * between the nodes) and, once done, MOVED.  Mutual exclusion, exact
+ * counters and increasing fences must hold throughout, with no failed call.
+ */
+#include <lockweave.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "rh_cluster.h"
+#include "slot.h"
+
+#define THREADS 4
+#define NKEYS   8
+
+static rh_cluster cl;
+static atomic_int stop, overlaps, failures, fence_regressions, sections;
+static atomic_int inside[NKEYS];
+static atomic_llong last_fence[NKEYS];
+static long counter[NKEYS];
+
+/* All in one slot: the hash tag {mig}. */
+static int key_name(int k, char *buf, size_t cap)
+{
+    return snprintf(buf, cap, "acct{mig}:%d", k);
+}
+
+static void *worker(void *arg)
+{
+    unsigned seed = (unsigned)(uintptr_t)arg;
+    lw_lock_opts o;
+
+    memset(&o, 0, sizeof o);
+    o.expire_ms = 5000;
+    o.wait_ms = 20000;
+    o.max_renew = -1;
+    while (!atomic_load(&stop)) {
+        int k = rand_r(&seed) % NKEYS, rc;
+        char key[32];
+        int len = key_name(k, key, sizeof key);
+        long long f;
+        lw_guard g;
+        long v;
+
+        rc = lw_lock(&g, key, (size_t)len, &o);
+        if (rc != LW_OK) {
+            fprintf(stderr, "lock %s: %s\n", key, lw_strerror(rc));
+            atomic_fetch_add(&failures, 1);
+            continue;
+        }
+        if (atomic_fetch_add(&inside[k], 1) != 0)
+            atomic_fetch_add(&overlaps, 1);
+        f = (long long)lw_fence();
+        if (f <= atomic_exchange(&last_fence[k], f))
+            atomic_fetch_add(&fence_regressions, 1);
+        v = counter[k];
+        sched_yield();
+        counter[k] = v + 1;
+        atomic_fetch_sub(&inside[k], 1);
+        rc = lw_guard_leave(&g);
+        if (rc != LW_OK) {
+            fprintf(stderr, "leave %s: %s\n", key, lw_strerror(rc));
+            atomic_fetch_add(&failures, 1);
+        }
+        atomic_fetch_add(&sections, 1);
+    }
+    return NULL;
+}
+
+static void node_id(rh_server *s, char *buf, size_t cap)
+{
+    redisReply *r = rh_cmd(s, "CLUSTER MYID");
+    CHECK(r != NULL && r->type == REDIS_REPLY_STRING);
+    snprintf(buf, cap, "%s", r->str);
+    freeReplyObject(r);
+}
+
+static int is_master(rh_server *s)
+{
+    redisReply *r = rh_cmd(s, "ROLE");
+    int m = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+            strcmp(r->element[0]->str, "master") == 0;
+    freeReplyObject(r);
+    return m;
+}
+
+static void ok_reply(redisReply *r, const char *what)
+{
+    CHECK_MSG(r != NULL && r->type != REDIS_REPLY_ERROR, "%s: %s", what,
+              r ? r->str : "no reply");
+    freeReplyObject(r);
+}
+
+/* Move every key of slot from src to dst, a few at a time; returns how many
+ * were moved. */
+static int move_keys(rh_server *src, rh_server *dst, int slot)
+{
+    int moved = 0;
+
+    for (;;) {
+        redisReply *keys = rh_cmd(src, "CLUSTER GETKEYSINSLOT %d 3", slot);
+        const char *argv[16];
+        size_t lens[16];
+        char port[16];
+        int n = 0;
+
+        CHECK(keys != NULL && keys->type == REDIS_REPLY_ARRAY);
+        if (keys->elements == 0) {
+            freeReplyObject(keys);
+            return moved;
+        }
+        snprintf(port, sizeof port, "%d", dst->port);
+        argv[n++] = "MIGRATE";
+        argv[n++] = "127.0.0.1";
+        argv[n++] = port;
+        argv[n++] = "";
+        argv[n++] = "0";
+        argv[n++] = "5000";
+        argv[n++] = "KEYS";
+        for (size_t i = 0; i < keys->elements; i++) {
+            argv[n] = keys->element[i]->str;
+            lens[n++] = keys->element[i]->len;
+        }
+        for (int i = 0; i < 7; i++)
+            lens[i] = strlen(argv[i]);
+        ok_reply(rh_cmd_argv(src, n, argv, lens), "MIGRATE");
+        moved += (int)keys->elements;
+        freeReplyObject(keys);
+        usleep(20000); /* let the workers meet the half-moved slot */
+    }
+}
+
+int main(void)
+{
+    char key[32], full[40], src_id[64], dst_id[64];
+    pthread_t t[THREADS];
+    rh_server *src, *dst = NULL;
+    lw_config cfg;
+    long total = 0;
+    int slot, moved, before;
+
+    CHECK_EQ(rh_cluster_start(&cl, 3, 1), 0);
+    key_name(0, key, sizeof key);
+    slot = lw__key_slot(full, (size_t)snprintf(full, sizeof full, "lock:%s",
+                                               key));
+    src = rh_cluster_master_of(&cl, slot);
+    CHECK(src != NULL);
+    for (int s = 0; s < 16384 && dst == NULL; s += 100) {
+        rh_server *m = rh_cluster_master_of(&cl, s);
+        if (m != src)
+            dst = m;
+    }
+    CHECK(dst != NULL);
+    node_id(src, src_id, sizeof src_id);
+    node_id(dst, dst_id, sizeof dst_id);
+
+    lw_config_init(&cfg);
+    cfg.redis_url = cl.url;
+    CHECK_EQ(lw_configure(&cfg), LW_OK);
+    for (int i = 0; i < THREADS; i++)
+        CHECK_EQ(pthread_create(&t[i], NULL, worker, (void *)(intptr_t)(i + 1)),
+                 0);
+    usleep(300000);
+    before = atomic_load(&sections);
+
+    ok_reply(rh_cmd(dst, "CLUSTER SETSLOT %d IMPORTING %s", slot, src_id),
+             "IMPORTING");
+    ok_reply(rh_cmd(src, "CLUSTER SETSLOT %d MIGRATING %s", slot, dst_id),
+             "MIGRATING");
+    moved = move_keys(src, dst, slot);
+    /* The importing node first (it bumps its epoch), then every master;
+     * replicas learn it by gossip. */
+    ok_reply(rh_cmd(dst, "CLUSTER SETSLOT %d NODE %s", slot, dst_id),
+             "SETSLOT NODE");
+    for (int i = 0; i < cl.n; i++)
+        if (is_master(&cl.node[i]) && &cl.node[i] != dst)
+            ok_reply(rh_cmd(&cl.node[i], "CLUSTER SETSLOT %d NODE %s", slot,
+                            dst_id),
+                     "SETSLOT NODE");
+    CHECK_EQ(rh_cluster_wait_ok(&cl, 10000), 0);
+    usleep(500000);
+    atomic_store(&stop, 1);
+    for (int i = 0; i < THREADS; i++)
+        CHECK_EQ(pthread_join(t[i], NULL), 0);
+    for (int k = 0; k < NKEYS; k++)
+        total += counter[k];
+
+    printf("slot %d moved :%d -> :%d (%d keys) while %d sections ran (%d "
+           "before the move); overlaps %d, failures %d, fence regressions %d\n",
+           slot, src->port, dst->port, moved, atomic_load(&sections), before,
+           atomic_load(&overlaps), atomic_load(&failures),
+           atomic_load(&fence_regressions));
+    CHECK(moved > 0);
+    CHECK_EQ(rh_cluster_master_of(&cl, slot) == dst, 1);
+    CHECK_EQ(atomic_load(&overlaps), 0);
+    CHECK_EQ(atomic_load(&failures), 0);
+    CHECK_EQ(atomic_load(&fence_regressions), 0);
+    CHECK_EQ(total, atomic_load(&sections));
+    CHECK_MSG(atomic_load(&sections) > before, "no section after the move");
+    lw_shutdown();
+    rh_cluster_stop(&cl);
+    return 0;
+}
