@@ -96,10 +96,45 @@ static int is_token(const redisReply *r, const struct lw_lease *l)
 }
 
 /*
+ * Replica-safe acquire on each master (wait_replicas > 0): WAIT on the
+ * masters that granted the lock on the connection still open (a replayed SET
+ * went out on an earlier one, which this WAIT would not cover).  True when a
+ * quorum of them reached enough replicas in time.
+ */
+static int replicated(struct lw_masters *m, const struct lw_gimpl *g,
+                      unsigned granted)
+{
+    const struct lw_settings *cfg = g->lease.cfg;
+    char n[16], t[16];
+    const char *argv[] = {"WAIT", n, t};
+    size_t lens[] = {4, 0, 0};
+    struct lw_rcmd cmd = {-1, 0, 3, argv, lens};
+    struct lw_vote v[LW_ENDPOINTS_MAX];
+    int acked = 0;
+
+    lens[1] = (size_t)snprintf(n, sizeof n, "%d", cfg->wait_replicas);
+    lens[2] = (size_t)snprintf(t, sizeof t, "%d", cfg->wait_timeout_ms);
+    lw__masters_run(m, &cmd, granted, round_deadline(cfg, 0), v);
+    for (int i = 0; i < m->n; i++)
+        acked += v[i].r != NULL && !v[i].replayed &&
+                 v[i].r->type == REDIS_REPLY_INTEGER &&
+                 v[i].r->integer >= cfg->wait_replicas;
+    lw__votes_free(v, m->n);
+    if (acked < m->quorum)
+        lw__log(LW_LOG_WARN,
+                "lock %.*s reached %d replicas on %d masters only (quorum "
+                "%d) within %d ms: given back",
+                (int)g->keylen, g->key, cfg->wait_replicas, acked, m->quorum,
+                cfg->wait_timeout_ms);
+    return acked >= m->quorum;
+}
+
+/*
  * One round of SET key token NX PX expire GET on every master: 1 ours, 0 not
  * (busy, split vote, or too slow), LW_EREDIS when fewer than a quorum
- * answered at all (fail closed).  GET returns our own token when a replayed
- * SET finds the first one's work.
+ * answered at all (fail closed), LW_EREPLICAS when wait_replicas asks for
+ * replicas a quorum of masters could not confirm.  GET returns our own token
+ * when a replayed SET finds the first one's work.
  */
 static int try_once(struct lw_masters *m, struct lw_gimpl *g)
 {
@@ -111,23 +146,28 @@ static int try_once(struct lw_masters *m, struct lw_gimpl *g)
     struct lw_rcmd cmd = {-1, 0, 7, argv, lens};
     struct lw_vote v[LW_ENDPOINTS_MAX];
     int64_t start_us = lw__now_us(), validity_ms;
-    int yes = 0, answered = 0;
-    unsigned undo = 0;
+    int yes = 0, answered = 0, rc;
+    unsigned undo = 0, granted = 0;
 
     lens[5] = (size_t)snprintf(ex, sizeof ex, "%u", expire);
     lw__masters_run(m, &cmd, ALL_MASTERS, round_deadline(l->cfg, expire), v);
-    validity_ms =
-        (int64_t)expire - (lw__now_us() - start_us) / 1000 - drift_ms(expire);
     for (int i = 0; i < m->n; i++) {
         const redisReply *r = v[i].r;
         int ours = r != NULL && (r->type == REDIS_REPLY_NIL || is_token(r, l));
         answered += r != NULL;
         yes += ours;
+        if (ours && !v[i].replayed)
+            granted |= 1u << i;
         if (v[i].sent && (ours || r == NULL))
             undo |= 1u << i;
     }
     lw__votes_free(v, m->n);
-    if (yes >= m->quorum && validity_ms > 0) {
+    rc = yes >= m->quorum ? 1 : answered < m->quorum ? LW_EREDIS : 0;
+    if (rc == 1 && l->cfg->wait_replicas > 0 && !replicated(m, g, granted))
+        rc = LW_EREPLICAS;
+    validity_ms =
+        (int64_t)expire - (lw__now_us() - start_us) / 1000 - drift_ms(expire);
+    if (rc == 1 && validity_ms > 0) {
         /* Every master that granted it set its TTL after start_us. */
         l->valid_until_ms = start_us / 1000 + expire - drift_ms(expire);
         return 1;
@@ -136,7 +176,7 @@ static int try_once(struct lw_masters *m, struct lw_gimpl *g)
         compare_and(m, l, g->key, g->keylen, NULL, undo, v);
         lw__votes_free(v, m->n);
     }
-    return answered < m->quorum ? LW_EREDIS : 0;
+    return rc == 1 ? 0 : rc; /* granted too slowly: another round */
 }
 
 /* Sleep before the next round: full jitter over a growing delay, so

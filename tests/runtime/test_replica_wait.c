@@ -4,35 +4,55 @@
  * runs; with the replica frozen (SIGSTOP) the acquisition fails with
  * LW_EREPLICAS, the body does not run, and the key is not left on the
  * master; asking for more replicas than exist fails the same way; without
- * the option a frozen replica changes nothing.
+ * the option a frozen replica changes nothing.  Then Redlock over three
+ * masters with a replica each: WAIT on every master, a quorum of masters
+ * must confirm (one replica frozen: granted; two: LW_EREPLICAS).
  */
 #include "util.h"
 
 #include <string.h>
 
-#define WAIT_MS 200
+/* WAIT timeouts: generous where the replicas are expected to answer (a
+ * loaded CI machine), short where a frozen one makes WAIT run out. */
+#define WAIT_OK_MS   2000
+#define WAIT_FAIL_MS 300
+
+#define RL 3
+
+/* Masters start a full sync at once, not after the default 5 s. */
+static const char *const master_args[] = {"--repl-diskless-sync-delay", "0",
+                                          NULL};
 
 static rh_server master, replica;
+static rh_server rl_master[RL], rl_replica[RL];
+static char rl_url[RL * 64];
 static int entered;
 
-static void configure(int wait_replicas)
+static void configure_url(const char *url, int wait_replicas, int wait_ms)
 {
     lw_config cfg;
     lw_config_init(&cfg);
-    cfg.redis_url = master.url;
+    cfg.redis_url = url;
     cfg.connect_timeout_ms = 500;
-    cfg.command_timeout_ms = 2000; /* > WAIT_MS: WAIT answers first */
+    cfg.command_timeout_ms = 5000; /* > the WAIT timeout: WAIT answers */
     cfg.wait_replicas = wait_replicas;
-    cfg.wait_timeout_ms = WAIT_MS;
+    cfg.wait_timeout_ms = wait_ms;
     CHECK_RC(lw_configure(&cfg), LW_OK);
 }
 
-static int replica_linked(void *arg)
+static void configure(int wait_replicas, int wait_ms)
 {
-    (void)arg;
-    redisReply *r = rh_cmd(&replica, "INFO replication");
+    configure_url(master.url, wait_replicas, wait_ms);
+}
+
+/* The master counts its replica for WAIT: "online" in the master's view
+ * (after a diskless sync only once the replica's first ACK came in, up to a
+ * second after the replica itself reports the link up). */
+static int replica_online(void *arg)
+{
+    redisReply *r = rh_cmd(arg, "INFO replication");
     int up = r != NULL && r->type == REDIS_REPLY_STRING &&
-             strstr(r->str, "master_link_status:up") != NULL;
+             strstr(r->str, "state=online") != NULL;
     if (r != NULL)
         freeReplyObject(r);
     return up;
@@ -52,53 +72,132 @@ static int guarded(const char *key, int expect_on_replica)
     return lw_guard_leave(&g);
 }
 
+/* A master and its replica, linked.  args: 4 words the servers keep. */
+static void start_pair(rh_server *m, rh_server *r, char *port,
+                       const char **args)
+{
+    rh_opts o;
+    rh_opts_init(&o);
+    o.extra_args = master_args;
+    CHECK_EQ(rh_start(m, &o), 0);
+    snprintf(port, 16, "%d", m->port);
+    args[0] = "--replicaof";
+    args[1] = "127.0.0.1";
+    args[2] = port;
+    args[3] = NULL;
+    o.extra_args = args;
+    CHECK_EQ(rh_start(r, &o), 0);
+    CHECK_MSG(wait_until(replica_online, m, 10000) >= 0,
+              "replica not online at its master within 10 s");
+}
+
+/* Redlock: a guarded call; inside, how many replicas already have it. */
+static int rl_guarded(const char *key, int *on_replicas)
+{
+    lw_guard g;
+    int rc = lock_str(&g, key, 5000, 0);
+    if (rc != LW_OK)
+        return rc;
+    entered++;
+    *on_replicas = 0;
+    for (int i = 0; i < RL; i++)
+        if (!rl_replica[i].paused)
+            *on_replicas += lock_exists(&rl_replica[i], key);
+    return lw_guard_leave(&g);
+}
+
+static int rl_masters_holding(const char *key)
+{
+    int n = 0;
+    for (int i = 0; i < RL; i++)
+        n += lock_exists(&rl_master[i], key);
+    return n;
+}
+
+static void redlock_with_replicas(void)
+{
+    static char ports[RL][16];
+    static const char *args[RL][4];
+    size_t len = 0;
+    int on = 0;
+
+    for (int i = 0; i < RL; i++) {
+        start_pair(&rl_master[i], &rl_replica[i], ports[i], args[i]);
+        len += (size_t)snprintf(rl_url + len, sizeof rl_url - len, "%s%s",
+                                i ? "," : "", rl_master[i].url);
+    }
+    configure_url(rl_url, 1, WAIT_OK_MS);
+    int before = entered;
+    CHECK_RC(rl_guarded("rl-up", &on), LW_OK);
+    CHECK(on >= RL / 2 + 1); /* WAIT confirmed on a quorum at least */
+
+    CHECK_EQ(rh_pause(&rl_replica[0]), 0);
+    configure_url(rl_url, 1, WAIT_OK_MS / 2); /* the frozen one runs out */
+    CHECK_RC(rl_guarded("rl-one-frozen", &on), LW_OK);
+    CHECK(on >= RL / 2);
+
+    CHECK_EQ(rh_pause(&rl_replica[1]), 0);
+    configure_url(rl_url, 1, WAIT_FAIL_MS);
+    CHECK_RC(rl_guarded("rl-two-frozen", &on), LW_EREPLICAS);
+    CHECK_RC(lw_last_error(), LW_EREPLICAS);
+    CHECK_EQ(rl_masters_holding("rl-two-frozen"), 0);
+    printf("redlock, 3 masters with a replica each: granted with 1 replica "
+           "frozen, %s with 2\n",
+           lw_strerror(LW_EREPLICAS));
+    CHECK_EQ(rh_resume(&rl_replica[0]), 0);
+    CHECK_EQ(rh_resume(&rl_replica[1]), 0);
+    configure_url(rl_url, 1, WAIT_OK_MS);
+    CHECK_RC(rl_guarded("rl-back", &on), LW_OK);
+    CHECK_EQ(entered, before + 3);
+    for (int i = 0; i < RL; i++) {
+        rh_stop(&rl_replica[i]);
+        rh_stop(&rl_master[i]);
+    }
+}
+
 int main(void)
 {
     static char port[16];
-    static const char *args[] = {"--replicaof", "127.0.0.1", port, NULL};
+    static const char *args[4];
 
-    CHECK_EQ(rh_start(&master, NULL), 0);
-    snprintf(port, sizeof port, "%d", master.port);
-    rh_opts o;
-    rh_opts_init(&o);
-    o.extra_args = args;
-    CHECK_EQ(rh_start(&replica, &o), 0);
-    CHECK_MSG(wait_until(replica_linked, NULL, 10000) >= 0,
-              "replica did not link to its master within 10 s");
+    start_pair(&master, &replica, port, args);
 
     /* Replica up: granted, and the replica has it inside the body. */
-    configure(1);
+    configure(1, WAIT_OK_MS);
     CHECK_RC(guarded("up", 1), LW_OK);
     CHECK_EQ(entered, 1);
     CHECK_EQ(lock_exists(&master, "up"), 0);
 
     /* Replica frozen: not confirmed, body not run, nothing left behind. */
     CHECK_EQ(rh_pause(&replica), 0);
+    configure(1, WAIT_FAIL_MS);
     int64_t t0 = now_ms();
     int rc = guarded("frozen", 0);
     printf("replica frozen: %s after %lld ms (WAIT timeout %d ms)\n",
-           lw_strerror(rc), (long long)(now_ms() - t0), WAIT_MS);
+           lw_strerror(rc), (long long)(now_ms() - t0), WAIT_FAIL_MS);
     CHECK_RC(rc, LW_EREPLICAS);
     CHECK_RC(lw_last_error(), LW_EREPLICAS);
     CHECK_EQ(entered, 1);
     CHECK_EQ(lock_exists(&master, "frozen"), 0);
 
     /* Without the option the frozen replica does not matter. */
-    configure(0);
+    configure(0, WAIT_FAIL_MS);
     CHECK_RC(guarded("nowait", 0), LW_OK);
     CHECK_EQ(entered, 2);
     CHECK_EQ(rh_resume(&replica), 0);
 
     /* Back: granted again (the replica catches up on resume). */
-    configure(1);
+    configure(1, WAIT_OK_MS);
     CHECK_RC(guarded("resumed", 1), LW_OK);
     CHECK_EQ(entered, 3);
 
     /* More replicas than there are: never confirmed. */
-    configure(2);
+    configure(2, WAIT_FAIL_MS);
     CHECK_RC(guarded("two", 0), LW_EREPLICAS);
     CHECK_EQ(lock_exists(&master, "two"), 0);
     CHECK_EQ(entered, 3);
+
+    redlock_with_replicas();
 
     lw_shutdown();
     rh_stop(&replica);
