@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# bench/redlock/run.sh [--quick]: lockweave with 1, 3 and 5 masters.
+# bench/redlock/run.sh [--quick] [--latency MS]: lockweave with 1, 3 and 5
+# masters.
 #
 # The same driver as bench/run.sh (bench/lw_bench_driver.c, REDIS_LOCK
 # functions woven by lockweave_generate), pointed at a comma-separated
@@ -7,14 +8,26 @@
 # single-server mode for comparison).  Uncontended: one process, one key;
 # contended: 4 processes, one key, a read-modify-write counter that counts
 # violations.  Servers are started here on free loopback ports and stopped by
-# their PIDs.  Output: build/bench-redlock/redlock.jsonl and a table on stdout.
+# their PIDs.  --latency MS puts each server behind delay_proxy.py, which holds
+# every chunk MS in each direction (a round trip of 2 x MS, as across hosts):
+# what a parallel round costs against one server.  Output:
+# build/bench-redlock/redlock.jsonl and a table on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 out=$root/build/bench-redlock
 iters=20000
 citers=500
-[[ ${1:-} == --quick ]] && { iters=3000; citers=100; }
+latency=0
+while (($#)); do
+  case $1 in
+  --quick) iters=3000 citers=100 ;;
+  --latency) latency=$2; shift ;;
+  *) echo "usage: $0 [--quick] [--latency MS]" >&2; exit 2 ;;
+  esac
+  shift
+done
+((latency > 0)) && { iters=$((iters / 20)); citers=$((citers / 10)); }
 
 .ci/ensure-packages.sh cmake ninja-build gcc clang-14 libclang-dev \
   libhiredis-dev redis-server pkg-config
@@ -37,7 +50,7 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
-ports=()
+ports=() lockports=()
 for i in 1 2 3 4 5; do
   port=$(free_port)
   mkdir -p "$tmp/$i"
@@ -45,6 +58,14 @@ for i in 1 2 3 4 5; do
     --dir "$tmp/$i" >"$tmp/$i/log" 2>&1 &
   pids+=($!)
   ports+=("$port")
+  lockport=$port
+  if ((latency > 0)); then
+    lockport=$(free_port)
+    python3 "$root/bench/redlock/delay_proxy.py" "$lockport" "$port" \
+      "$latency" &
+    pids+=($!)
+  fi
+  lockports+=("$lockport")
 done
 for port in "${ports[@]}"; do
   for _ in $(seq 100); do
@@ -55,9 +76,16 @@ done
 
 url_of() { # url_of N: the first N servers as a LOCKWEAVE_REDIS_URL
   local u=() i
-  for ((i = 0; i < $1; i++)); do u+=("redis://127.0.0.1:${ports[$i]}"); done
+  for ((i = 0; i < $1; i++)); do u+=("redis://127.0.0.1:${lockports[$i]}"); done
   (IFS=,; echo "${u[*]}")
 }
+
+for port in "${lockports[@]}"; do # the proxies listen
+  for _ in $(seq 100); do
+    redis-cli -p "$port" ping >/dev/null 2>&1 && break
+    sleep 0.05
+  done
+done
 
 : >"$out/redlock.jsonl"
 for n in 1 3 5; do
