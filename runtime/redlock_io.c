@@ -33,10 +33,47 @@ static _Thread_local struct lw_masters *mine;
 static pthread_key_t masters_key;
 static pthread_once_t masters_once = PTHREAD_ONCE_INIT;
 
+/* Every thread's masters.  Only so that in a forked child those of the
+ * parent's other threads stay reachable: the child cannot free them (their
+ * threads may have been using them when it forked) and never uses them. */
+static struct lw_masters *all;
+static pthread_mutex_t all_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void all_lock(void)
+{
+    pthread_mutex_lock(&all_mu);
+}
+
+static void all_unlock(void)
+{
+    pthread_mutex_unlock(&all_mu);
+}
+
+static void all_link(struct lw_masters *m)
+{
+    all_lock();
+    m->prev = NULL;
+    m->next = all;
+    if (all != NULL)
+        all->prev = m;
+    all = m;
+    all_unlock();
+}
+
 static void masters_free(struct lw_masters *m)
 {
     if (m == NULL)
         return;
+    all_lock();
+    if (m->prev != NULL || all == m) { /* linked (masters_new may fail) */
+        if (m->prev != NULL)
+            m->prev->next = m->next;
+        else
+            all = m->next;
+        if (m->next != NULL)
+            m->next->prev = m->prev;
+    }
+    all_unlock();
     for (int i = 0; i < m->n; i++)
         lw__conn_free(m->conn[i]);
     lw__resp_free(&m->out);
@@ -51,6 +88,7 @@ static void masters_destructor(void *p)
 static void masters_key_init(void)
 {
     pthread_key_create(&masters_key, masters_destructor);
+    pthread_atfork(all_lock, all_unlock, all_unlock);
 }
 
 static struct lw_masters *masters_new(const struct lw_settings *cfg)
@@ -87,6 +125,7 @@ int lw__masters_get(const struct lw_settings *cfg, struct lw_masters **out)
         pthread_setspecific(masters_key, NULL);
         if ((m = masters_new(cfg)) == NULL)
             return LW_ENOMEM;
+        all_link(m);
         mine = m;
         pthread_setspecific(masters_key, m);
     }

@@ -23,7 +23,8 @@ struct lw_masters {
                      the same address */
     int n, quorum;
     struct lw_conn *conn[LW_ENDPOINTS_MAX];
-    struct lw_resp out; /* the command being formatted */
+    struct lw_resp out;             /* the command being formatted */
+    struct lw_masters *prev, *next; /* every thread's, in one list */
 };
 
 /* What one master answered. */
