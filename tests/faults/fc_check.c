@@ -44,6 +44,7 @@ struct sec {
     uint64_t sid, fence;
     int64_t start, end;
     int key, rc, held, rd, wr;
+    int body;   /* e record seen: the body finished at end */
     int ended;  /* E record seen, or killed */
     int stored; /* times the store log shows its write */
 };
@@ -126,6 +127,13 @@ static int read_worker(struct ck *c, const char *path)
             x.end = x.start;
             open = c->n;
             c->s[c->n++] = x;
+        } else if (line[0] == 'e' && open != (size_t)-1) {
+            struct sec *s = &c->s[open];
+            uint64_t sid;
+            if (sscanf(line, "e %" SCNu64 " %" SCNd64 " %d %d", &sid, &s->end,
+                       &s->rd, &s->wr) == 4 &&
+                sid == s->sid)
+                s->body = 1;
         } else if (line[0] == 'E' && open != (size_t)-1) {
             struct sec *s = &c->s[open];
             uint64_t sid;
@@ -278,7 +286,8 @@ static void close_open_sections(struct ck *c)
             continue;
         for (int k = 0; k < c->nkills; k++)
             if (c->kills[k].pid == pid) {
-                s->end = c->kills[k].t;
+                if (!s->body) /* still inside: it ended with the process */
+                    s->end = c->kills[k].t;
                 s->rc = RC_KILLED;
                 s->ended = 1;
                 c->killed++;
@@ -435,6 +444,12 @@ static int verdict(struct ck *c)
         return c->v[V_EXCL] > 0 ? 0 : 1;
     case FD_EXPECT_LOST_UPDATE:
         return c->v[V_STORE] > 0 ? 0 : 1;
+    case FD_EXPECT_KNOWN_BUG:
+        if (c->v[V_EXCL] + c->v[V_ORDER] + c->v[V_STALE] > 0)
+            fprintf(c->out,
+                    "  tolerated: a known runtime bug (stale hand-off "
+                    "grant, tests/faults/README.md) breaks this case\n");
+        /* fall through */
     case FD_EXPECT_STORE_SAFE:
         all = c->v[V_STORE] + c->v[V_UNFIN];
         break;
@@ -457,15 +472,15 @@ static int verdict(struct ck *c)
 static void report(struct ck *c, int fail, const char *results)
 {
     static const char *const expect[] = {"clean", "store-safe", "must-overlap",
-                                         "must-lose-update"};
+                                         "must-lose-update", "known-bug"};
     long long not_run = 0;
     for (int k = 0; k < 16; k++)
         not_run += c->not_run[k];
     fprintf(c->out,
             "case %s (%s): %zu sections (%lld ok, %lld lost, %lld killed), "
             "%lld calls not run, %d faults\n",
-            c->name, expect[c->expect & 3], c->n, c->ok, c->lost, c->killed,
-            not_run, c->faults);
+            c->name, expect[c->expect >= 0 && c->expect <= 4 ? c->expect : 0],
+            c->n, c->ok, c->lost, c->killed, not_run, c->faults);
     for (int k = 1; k < 16; k++)
         if (c->not_run[k])
             fprintf(c->out, "  not run: %lld %s\n", c->not_run[k],
@@ -493,11 +508,12 @@ static void report(struct ck *c, int fail, const char *results)
             fprintf(f,
                     "%s\t%s\t%d\t%zu\t%lld\t%lld\t%lld\t%lld\t%d\t%zu\t"
                     "%lld\t%lld\t%lld\t%lld\t%lld\t%lld\t%lld\t%lld\t%s\n",
-                    c->name, expect[c->expect & 3], c->seconds, c->n, c->ok,
-                    c->lost, c->killed, not_run, c->faults, c->nw, c->rejected,
-                    c->overlaps_lost, c->late, c->v[V_EXCL], c->v[V_ORDER],
-                    c->v[V_STALE], c->v[V_STORE], c->v[V_UNFIN],
-                    fail ? "FAIL" : "PASS");
+                    c->name,
+                    expect[c->expect >= 0 && c->expect <= 4 ? c->expect : 0],
+                    c->seconds, c->n, c->ok, c->lost, c->killed, not_run,
+                    c->faults, c->nw, c->rejected, c->overlaps_lost, c->late,
+                    c->v[V_EXCL], c->v[V_ORDER], c->v[V_STALE], c->v[V_STORE],
+                    c->v[V_UNFIN], fail ? "FAIL" : "PASS");
             fclose(f);
         }
     }

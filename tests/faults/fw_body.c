@@ -96,7 +96,13 @@ int fw_section_body(struct fw_thread *t, int key, uint64_t fence, int guarded)
             fw_store_write(s, key, fence, t->sid, value + 1, t->store_fd);
         leave_store();
     }
+    /* The end record, too, goes out from inside the body: a process killed
+     * after this section's body but before its call returned must not make
+     * the section look as if it lasted until the kill. */
     t->end_ns = fw_now_ns();
+    n = snprintf(line, sizeof line, "e %" PRIu64 " %" PRId64 " %d %d\n", t->sid,
+                 t->end_ns, t->read_rc, t->write_rc);
+    fw_write_all(t->log_fd, line, (size_t)n);
     return 0;
 }
 

@@ -5,6 +5,7 @@
  * LOCKWEAVE_REDIS_URL set.  THREADS threads call the section on random keys
  * until the driver sets stop, writing one record file per thread in RUN_DIR:
  *   B sid key fence start_ns          the body began (written by the body)
+ *   e sid end_ns read write           the body finished (written by the body)
  *   E sid end_ns rc still_held read write
  *                                     the call returned after the body ran:
  *                                     rc is lw_last_error()
