@@ -236,14 +236,13 @@ static int put_asking(struct lw_conn *c)
 }
 
 /* Read one reply, skipping the +OK of an ASKING sent before it. */
-static int read_reply(struct lw_conn *c, redisReply **out)
+static int read_asked(struct lw_conn *c, redisReply **out)
 {
-    if (c->asking) {
-        void *ok;
-        if (redisGetReply(c->ctx, &ok) != REDIS_OK)
-            return -1;
-        freeReplyObject(ok);
-    }
+    void *ok;
+
+    if (redisGetReply(c->ctx, &ok) != REDIS_OK)
+        return -1;
+    freeReplyObject(ok);
     return redisGetReply(c->ctx, (void **)out) == REDIS_OK ? 0 : -1;
 }
 
@@ -256,8 +255,13 @@ static int send_and_read(struct lw_conn *c, redisReply **out, int n)
             : -1;
 
     c->out.len = 0;
+    if (__builtin_expect(c->asking, 0)) {
+        for (int i = 0; rc == 0 && i < n; i++)
+            rc = read_asked(c, &out[i]);
+        return rc;
+    }
     for (int i = 0; rc == 0 && i < n; i++)
-        if (read_reply(c, &out[i]) != 0)
+        if (redisGetReply(c->ctx, (void **)&out[i]) != REDIS_OK)
             rc = -1;
     return rc;
 }

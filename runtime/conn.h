@@ -76,10 +76,11 @@ struct lw_cmd {
 int lw__conn_pipeline(struct lw_conn *c, const struct lw_cmd *cmds, int n,
                       redisReply **out, int *replayed);
 
-/* Flags of the _ex forms, for the cluster router. */
-#define LW_CONN_RAW_ERRORS 1 /* hand error replies (MOVED, ASK, ...) back in
-                                out with LW_OK instead of LW_EREDIS */
-#define LW_CONN_ASKING     2 /* ASKING before each command (ASK redirect) */
+/* Flags of the _ex forms, for the cluster router.  RAW_ERRORS: hand error
+ * replies (MOVED, ASK, ...) back in out with LW_OK instead of LW_EREDIS.
+ * ASKING: send ASKING before each command (ASK redirection). */
+#define LW_CONN_RAW_ERRORS 1
+#define LW_CONN_ASKING     2
 
 int lw__conn_script_ex(struct lw_conn *c, int id, int nkeys, int nargs,
                        const char *const *argv, const size_t *lens, int flags,

@@ -22,6 +22,8 @@
 #include "slot.h"
 
 static const char *const suffixes[] = {":fence", ":wake", ":q", ":w:"};
+static const size_t suffix_lens[] = {6, 5, 2, 3};
+#define SUFFIXES_LEN (6 + 5 + 2 + 3)
 
 /* For each slot, 1 + the smallest n whose "%x" hashes to it (0: not yet
  * looked for).  Racing threads compute the same value, so relaxed atomics
@@ -50,9 +52,9 @@ int lw__names_init(struct lw_names *n, const char *key, size_t len)
 {
     const char **out[] = {&n->fence, &n->chan, &n->queue, &n->alive};
     size_t *outlen[] = {&n->fencelen, &n->chanlen, &n->queuelen, &n->alivelen};
-    size_t start, taglen, restlen = len, need = 0;
+    size_t start, taglen, restlen = len, need, base;
     const char *tag, *rest = key;
-    char hex[16], *p;
+    char hex[16], *p, *head;
 
     if (lw__hash_tag(key, len, &start, &taglen)) {
         tag = key + start;
@@ -64,24 +66,25 @@ int lw__names_init(struct lw_names *n, const char *key, size_t len)
         taglen = slot_tag(lw__key_slot(key, len), hex, sizeof hex);
         tag = hex;
     }
-    for (int i = 0; i < 4; i++)
-        need += taglen + 2 + restlen + strlen(suffixes[i]);
+    base = taglen + 2 + restlen;
+    need = 4 * base + SUFFIXES_LEN;
     n->heap = need > sizeof n->buf ? malloc(need) : NULL;
     if (need > sizeof n->buf && n->heap == NULL)
         return LW_ENOMEM;
-    p = n->heap ? n->heap : n->buf;
+    /* The first name's "{T}R" is written once and copied for the others. */
+    head = p = n->heap ? n->heap : n->buf;
+    p[0] = '{';
+    memcpy(p + 1, tag, taglen);
+    p[1 + taglen] = '}';
+    if (restlen != 0)
+        memcpy(p + 2 + taglen, rest, restlen);
     for (int i = 0; i < 4; i++) {
-        size_t slen = strlen(suffixes[i]);
+        if (i > 0)
+            memcpy(p, head, base);
+        memcpy(p + base, suffixes[i], suffix_lens[i]);
         *out[i] = p;
-        *outlen[i] = taglen + 2 + restlen + slen;
-        *p++ = '{';
-        memcpy(p, tag, taglen);
-        p += taglen;
-        *p++ = '}';
-        memcpy(p, rest, restlen);
-        p += restlen;
-        memcpy(p, suffixes[i], slen);
-        p += slen;
+        *outlen[i] = base + suffix_lens[i];
+        p += base + suffix_lens[i];
     }
     return LW_OK;
 }

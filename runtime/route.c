@@ -28,7 +28,7 @@ struct lw_nodeconns {
     struct nodeconn {
         struct lw_url url; /* owned: the connection points at it */
         struct lw_conn *conn;
-    } *v;
+    } * v;
 };
 
 static int64_t last_refresh_ms;
@@ -68,7 +68,8 @@ static struct lw_conn *conn_to(const struct lw_url *u)
         lw__thread_set_nodes(t);
     }
     for (int i = 0; i < t->n; i++)
-        if (t->v[i].url.port == u->port && strcmp(t->v[i].url.host, u->host) == 0)
+        if (t->v[i].url.port == u->port &&
+            strcmp(t->v[i].url.host, u->host) == 0)
             return t->v[i].conn;
     if (t->n == t->cap) {
         int cap = t->cap ? t->cap * 2 : 8;
@@ -165,15 +166,6 @@ static const struct lw_slotmap *map_for(const struct lw_settings *s)
         m = lw__slotmap_current();
     }
     return m != NULL && m->cfg_gen == s->gen ? m : NULL;
-}
-
-int lw__route_node(const struct lw_settings *s, int slot, struct lw_url *node)
-{
-    const struct lw_slotmap *m = map_for(s);
-
-    if (m == NULL || m->owner[slot] == LW_SLOT_UNSERVED)
-        return LW_EREDIS;
-    return lw__url_copy(node, &m->nodes[m->owner[slot]]);
 }
 
 enum verdict { V_OK, V_ERROR, V_MOVED, V_ASK, V_RETRY };

@@ -38,11 +38,6 @@ int lw__route_script(const struct lw_settings *s, int slot, int id, int nkeys,
                      int nargs, const char *const *argv, const size_t *lens,
                      redisReply **out, int *replayed, int64_t deadline_us);
 
-/* The node serving slot in the current map, copied into *node (the caller
- * lw__url_free()s it), learning the map first if there is none.  LW_OK,
- * LW_EREDIS (no map could be had, or the slot is unserved) or LW_ENOMEM. */
-int lw__route_node(const struct lw_settings *s, int slot, struct lw_url *node);
-
 /* Learn the map again now (rate-limited: at most every 100 ms).  LW_OK when
  * the current map is newer than when called. */
 int lw__route_refresh(const struct lw_settings *s);

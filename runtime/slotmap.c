@@ -57,8 +57,7 @@ static int add_range(struct lw_slotmap *m, const redisReply *e,
     if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
         e->element[0]->type != REDIS_REPLY_INTEGER ||
         e->element[1]->type != REDIS_REPLY_INTEGER ||
-        e->element[2]->type != REDIS_REPLY_ARRAY ||
-        e->element[2]->elements < 2)
+        e->element[2]->type != REDIS_REPLY_ARRAY || e->element[2]->elements < 2)
         return LW_EREDIS;
     master = e->element[2];
     if (master->element[0]->type != REDIS_REPLY_STRING ||
@@ -128,7 +127,8 @@ void lw__slotmap_publish(struct lw_slotmap *m)
 
 void lw__slotmap_free_all(void)
 {
-    struct lw_slotmap *m = __atomic_exchange_n(&current, NULL, __ATOMIC_ACQ_REL);
+    struct lw_slotmap *m =
+        __atomic_exchange_n(&current, NULL, __ATOMIC_ACQ_REL);
 
     while (m != NULL) {
         struct lw_slotmap *older = m->older;

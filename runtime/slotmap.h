@@ -17,12 +17,12 @@
  * holds is never freed under it (refreshes are rare: failovers, resharding).
  */
 struct lw_slotmap {
-    unsigned cfg_gen;  /* lw_settings.gen whose seeds it was learnt from */
-    uint64_t version;  /* increases with every published map */
+    unsigned cfg_gen; /* lw_settings.gen whose seeds it was learnt from */
+    uint64_t version; /* increases with every published map */
     int nnodes;
-    struct lw_url *nodes;          /* the masters, with the seeds' AUTH */
-    uint16_t owner[LW_SLOTS];      /* index into nodes, or LW_SLOT_UNSERVED */
-    struct lw_slotmap *older;      /* retired maps */
+    struct lw_url *nodes;     /* the masters, with the seeds' AUTH */
+    uint16_t owner[LW_SLOTS]; /* index into nodes, or LW_SLOT_UNSERVED */
+    struct lw_slotmap *older; /* retired maps */
 };
 
 /* Build a map from a CLUSTER SLOTS reply r, got from node asked; nodes get

@@ -13,7 +13,7 @@ struct lw_thread {
     struct lw_gimpl *top; /* innermost entered guard (a stack via ->outer) */
     struct lw_conn *conn; /* this thread's Redis connection, or NULL */
     struct lw_nodeconns *nodes; /* its connections to cluster nodes */
-    unsigned token_gen;   /* lw__fork_gen the token base was drawn in */
+    unsigned token_gen;         /* lw__fork_gen the token base was drawn in */
     unsigned char token_base[16];
     uint64_t token_seq;
     uint64_t rng; /* xorshift state for backoff jitter */

@@ -32,7 +32,7 @@
 #define BATCH_MAX      256
 #define BATCH_SLACK_MS 5 /* renew a little early to batch neighbours */
 #define IDLE_WAKE_MS   1000
-#define FIFOS_MAX      16 /* lease lengths with a FIFO of their own */
+#define FIFOS_MAX      16  /* lease lengths with a FIFO of their own */
 #define CLUSTER_TRY_MS 250 /* one renewal's redirects and retries, at most */
 
 /* A heap entry carries its due time: sifting compares inside this one array
@@ -281,8 +281,8 @@ static void renew_group(struct lw_lease **batch, const int *pos, int m,
         lens[2 * m + j] = (size_t)l->expire_len;
     }
     if (slot < 0)
-        rc = lw__conn_script(wd.conn, LW_SCRIPT_RENEW, m, 2 * m, argv, lens,
-                             &r, &replayed);
+        rc = lw__conn_script(wd.conn, LW_SCRIPT_RENEW, m, 2 * m, argv, lens, &r,
+                             &replayed);
     else
         rc = lw__route_script(cfg, slot, LW_SCRIPT_RENEW, m, 2 * m, argv, lens,
                               &r, &replayed,

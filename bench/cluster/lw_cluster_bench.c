@@ -137,12 +137,13 @@ int main(int argc, char **argv)
     for (int k = 0; k < opt.keys; k++)
         counted += sh->counter[k];
     qsort(lat, (size_t)n, sizeof *lat, cmp_u32);
-    printf("{\"label\": \"%s\", \"procs\": %d, \"keys\": %d, \"sections\": %ld, "
-           "\"seconds\": %.3f, \"ops_per_s\": %.0f, \"p50_us\": %u, "
-           "\"p99_us\": %u, \"violations\": %ld, \"failed\": %ld}\n",
-           opt.label, opt.procs, opt.keys, sections, (double)(t1 - t0) / 1e9,
-           (double)sections * 1e9 / (double)(t1 - t0),
-           n ? lat[n / 2] : 0, n ? lat[(long)(n * 0.99)] : 0,
-           (sections + 50L * opt.procs) - counted, failed);
+    printf(
+        "{\"label\": \"%s\", \"procs\": %d, \"keys\": %d, \"sections\": %ld, "
+        "\"seconds\": %.3f, \"ops_per_s\": %.0f, \"p50_us\": %u, "
+        "\"p99_us\": %u, \"violations\": %ld, \"failed\": %ld}\n",
+        opt.label, opt.procs, opt.keys, sections, (double)(t1 - t0) / 1e9,
+        (double)sections * 1e9 / (double)(t1 - t0), n ? lat[n / 2] : 0,
+        n ? lat[(long)(n * 0.99)] : 0, (sections + 50L * opt.procs) - counted,
+        failed);
     return bad || failed ? 1 : 0;
 }

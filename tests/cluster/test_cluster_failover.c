@@ -23,9 +23,9 @@
 #include "rh_cluster.h"
 #include "slot.h"
 
-#define NKEYS      60
-#define PER_SIDE   3 /* worker threads on the victim's keys, and on others */
-#define HOLD_MS    6000
+#define NKEYS    60
+#define PER_SIDE 3 /* worker threads on the victim's keys, and on others */
+#define HOLD_MS  6000
 
 static rh_cluster cl;
 static rh_server *victim;
@@ -175,8 +175,7 @@ int main(void)
         char key[40];
         int len = snprintf(key, sizeof key, "lock:acct:%d", k);
         victim_key[k] =
-            rh_cluster_master_of(&cl, lw__key_slot(key, (size_t)len)) ==
-            victim;
+            rh_cluster_master_of(&cl, lw__key_slot(key, (size_t)len)) == victim;
     }
     held_key(1, vkey, sizeof vkey);
     held_key(0, okey, sizeof okey);

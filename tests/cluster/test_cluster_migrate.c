@@ -148,8 +148,8 @@ int main(void)
 
     CHECK_EQ(rh_cluster_start(&cl, 3, 1), 0);
     key_name(0, key, sizeof key);
-    slot = lw__key_slot(full, (size_t)snprintf(full, sizeof full, "lock:%s",
-                                               key));
+    slot =
+        lw__key_slot(full, (size_t)snprintf(full, sizeof full, "lock:%s", key));
     src = rh_cluster_master_of(&cl, slot);
     CHECK(src != NULL);
     for (int s = 0; s < 16384 && dst == NULL; s += 100) {
@@ -181,9 +181,9 @@ int main(void)
              "SETSLOT NODE");
     for (int i = 0; i < cl.n; i++)
         if (is_master(&cl.node[i]) && &cl.node[i] != dst)
-            ok_reply(rh_cmd(&cl.node[i], "CLUSTER SETSLOT %d NODE %s", slot,
-                            dst_id),
-                     "SETSLOT NODE");
+            ok_reply(
+                rh_cmd(&cl.node[i], "CLUSTER SETSLOT %d NODE %s", slot, dst_id),
+                "SETSLOT NODE");
     CHECK_EQ(rh_cluster_wait_ok(&cl, 10000), 0);
     usleep(500000);
     atomic_store(&stop, 1);

@@ -27,7 +27,7 @@
 
 struct shared {
     atomic_int inside[NKEYS];
-    long counter[NKEYS];         /* only touched under the key's lock */
+    long counter[NKEYS];             /* only touched under the key's lock */
     unsigned long long fence[NKEYS]; /* last fence seen, under the lock */
     atomic_int overlaps, failures, fence_regressions;
 };
@@ -108,7 +108,8 @@ int main(void)
     for (int k = 0; k < NKEYS; k++) {
         char key[40];
         int len = snprintf(key, sizeof key, "lock:item:%d", k), j;
-        rh_server *m = rh_cluster_master_of(&cl, lw__key_slot(key, (size_t)len));
+        rh_server *m =
+            rh_cluster_master_of(&cl, lw__key_slot(key, (size_t)len));
         CHECK(m != NULL);
         for (j = 0; j < nowners && owners[j] != m; j++)
             ;
@@ -156,8 +157,8 @@ int main(void)
         int len = snprintf(key, sizeof key, "lock:item:%d", k);
         const char *argv[] = {"EXISTS", key};
         size_t lens[] = {6, (size_t)len};
-        redisReply *r = rh_cluster_cmd_argv(
-            &cl, lw__key_slot(key, (size_t)len), 2, argv, lens);
+        redisReply *r = rh_cluster_cmd_argv(&cl, lw__key_slot(key, (size_t)len),
+                                            2, argv, lens);
         CHECK(r != NULL && r->type == REDIS_REPLY_INTEGER);
         CHECK_MSG(r->integer == 0, "%s still exists", key);
         freeReplyObject(r);

@@ -15,9 +15,23 @@
 static rh_cluster cl;
 
 static const char *const odd_keys[] = {
-    "stock:{42}", "{}", "a{b", "a}b", "{}x{y}", "}{", "{{a}}", "x{}{y}",
-    "{a", "}", "{", "", "lock:{", "{user1000}.following", "ab{c}d{e}",
-    "\xff\x00{\x01}", "very-long-key-without-any-tag-at-all-0123456789"};
+    "stock:{42}",
+    "{}",
+    "a{b",
+    "a}b",
+    "{}x{y}",
+    "}{",
+    "{{a}}",
+    "x{}{y}",
+    "{a",
+    "}",
+    "{",
+    "",
+    "lock:{",
+    "{user1000}.following",
+    "ab{c}d{e}",
+    "\xff\x00{\x01}",
+    "very-long-key-without-any-tag-at-all-0123456789"};
 
 static void check_slot(const char *key, size_t len, int want)
 {
@@ -80,8 +94,8 @@ int main(void)
         check_layout(odd_keys[i], len);
     }
     for (int i = 0; i < 2000; i++) {
-        int len = snprintf(buf, sizeof buf, "%s%d%s", i % 3 ? "" : "{", i * 7919,
-                           i % 5 ? "" : "}");
+        int len = snprintf(buf, sizeof buf, "%s%d%s", i % 3 ? "" : "{",
+                           i * 7919, i % 5 ? "" : "}");
         check_layout(buf, (size_t)len);
     }
 

@@ -88,8 +88,9 @@ static int create(rh_cluster *c, int replicas)
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        fprintf(stderr, "redis harness: redis-cli --cluster create failed "
-                        "(status 0x%x); see %s\n",
+        fprintf(stderr,
+                "redis harness: redis-cli --cluster create failed "
+                "(status 0x%x); see %s\n",
                 status, c->node[0].log_path);
         return -1;
     }
@@ -266,8 +267,8 @@ int rh_cluster_start(rh_cluster *c, int masters, int replicas_per_master)
         goto fail;
     len = snprintf(c->url, sizeof c->url, "redis+cluster://");
     for (int i = 0; i < c->n; i++)
-        len += snprintf(c->url + len, sizeof c->url - (size_t)len, "%s127.0.0.1:%d",
-                        i ? "," : "", c->node[i].port);
+        len += snprintf(c->url + len, sizeof c->url - (size_t)len,
+                        "%s127.0.0.1:%d", i ? "," : "", c->node[i].port);
     return 0;
 fail:
     rh_cluster_stop(c);

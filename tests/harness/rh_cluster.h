@@ -26,12 +26,13 @@ typedef struct rh_cluster {
     rh_server node[RH_CLUSTER_MAX];
     const char *args[RH_CLUSTER_MAX][16]; /* each node's extra_args */
     char bus_port[RH_CLUSTER_MAX][12];    /* its cluster bus port */
-    char url[RH_CLUSTER_MAX * 24 + 32]; /* redis+cluster://h:p,h:p,... */
+    char url[RH_CLUSTER_MAX * 24 + 32];   /* redis+cluster://h:p,h:p,... */
 } rh_cluster;
 
 /* Start masters * (1 + replicas_per_master) servers, create the cluster and
  * wait until every node reports cluster_state:ok with all 16384 slots
- * assigned and every replica has finished its first sync.  Returns 0, or -1 after printing why (all servers stopped). */
+ * assigned and every replica has finished its first sync.  Returns 0, or -1
+ * after printing why (all servers stopped). */
 int rh_cluster_start(rh_cluster *c, int masters, int replicas_per_master);
 
 /* Stop every server still running (by PID) and remove their directories. */
