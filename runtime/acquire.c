@@ -56,15 +56,15 @@ struct attempt {
     int cluster;         /* Redis Cluster: requests go through the router */
     int slot;            /* the key's slot, in cluster mode */
     int64_t deadline_us; /* the wait's end */
-    char *alivebuf; /* NAME_INLINE bytes on lw__acquire's stack */
+    char *alivebuf;      /* NAME_INLINE bytes on lw__acquire's stack */
 };
 
 /* Where a redirected or failed-over request may keep trying: to the wait's
  * end, and at least one command timeout. */
 static int64_t route_deadline(const struct attempt *a)
 {
-    int64_t t = lw__now_us() + (int64_t)a->g->lease.cfg->command_timeout_ms *
-                                   1000;
+    int64_t t =
+        lw__now_us() + (int64_t)a->g->lease.cfg->command_timeout_ms * 1000;
     return a->deadline_us > t ? a->deadline_us : t;
 }
 
@@ -94,8 +94,7 @@ static int alive_init(struct attempt *a)
     if (a->alive != NULL)
         return LW_OK;
     a->alivelen = a->names->alivelen + (size_t)g->lease.toklen;
-    a->alive = a->alivelen <= NAME_INLINE ? a->alivebuf
-                                                 : malloc(a->alivelen);
+    a->alive = a->alivelen <= NAME_INLINE ? a->alivebuf : malloc(a->alivelen);
     if (a->alive == NULL)
         return LW_ENOMEM;
     memcpy(a->alive, a->names->alive, a->names->alivelen);
@@ -287,6 +286,38 @@ static int wait_for(struct attempt *a, int64_t ttl_ms, int64_t deadline_us,
     return rc;
 }
 
+/*
+ * A failed try may still have taken the lock: an error reply to the INCR
+ * after a successful SET, or a connection lost after the server ran the
+ * SET.  Give it back if it is ours (the release script compares the token),
+ * rather than leave it held by nobody until its TTL.  Best effort: on a dead
+ * connection this fails fast, and the TTL remains the bound.
+ */
+static void give_back(struct attempt *a)
+{
+    struct lw_gimpl *g = a->g;
+    const struct lw_names *n = a->names;
+    char handoff[16];
+    const char *argv[] = {g->key,  n->queue, n->fence, g->lease.token,
+                          n->chan, handoff,  n->alive, "spublish"};
+    size_t lens[] = {
+        g->keylen,  n->queuelen, n->fencelen, (size_t)g->lease.toklen,
+        n->chanlen, 0,           n->alivelen, 8};
+    redisReply *r;
+    int replayed, rc;
+
+    lens[5] = (size_t)snprintf(handoff, sizeof handoff, "%d",
+                               g->lease.cfg->handoff_ms);
+    if (a->cluster)
+        rc = lw__route_script(g->lease.cfg, a->slot, LW_SCRIPT_RELEASE, 3, 5,
+                              argv, lens, &r, &replayed, lw__now_us());
+    else
+        rc = lw__conn_script(a->conn, LW_SCRIPT_RELEASE, 3, 4, argv, lens, &r,
+                             &replayed);
+    if (rc == LW_OK)
+        freeReplyObject(r);
+}
+
 /* The last key this thread waited for, by hash, and until when to treat it
  * as contended. */
 static _Thread_local struct {
@@ -343,15 +374,16 @@ int lw__acquire(struct lw_gimpl *g)
         hot_key(g, start_us) && g->opts.wait_ms > 0 ? 0 : try_once(&a, &ttl_ms);
     if (rc == 0) {
         LW_STAT_ADD(contended, 1);
-        rc =
-            g->opts.wait_ms == 0
-                ? LW_ETIMEOUT
-                : wait_for(&a, ttl_ms, a.deadline_us, &queued);
+        rc = g->opts.wait_ms == 0
+                 ? LW_ETIMEOUT
+                 : wait_for(&a, ttl_ms, a.deadline_us, &queued);
         lw__stat_wait((uint64_t)(lw__now_us() - start_us));
         /* Hot while we keep having to queue; cold as soon as it is free. */
         hot.until_us = queued ? lw__now_us() + HOT_US : 0;
         hot.hash = key_hash(g);
     }
+    if (rc == LW_EREDIS)
+        give_back(&a);
     lw__names_free(&names);
     if (a.alive != NULL && a.alive != a.alivebuf)
         free(a.alive);
