@@ -263,19 +263,15 @@ static int wait_for(struct attempt *a, int64_t ttl_ms, int64_t deadline_us,
     *queued = rc == 0;
     while (rc == 0) {
         int64_t left_us = deadline_us - lw__now_us();
-        uint64_t granted;
         if (left_us <= 0)
             break;
-        granted = lw__wake_wait(
-            &w, next_sleep_us(notified, &backoff_us, ttl_ms, left_us));
-        if (granted != 0) {
-            /* Handed over by a release that ran after our last busy
-             * answer was produced: the lease is at least that fresh. */
-            g->fence = granted;
-            a->valid_ms = g->opts.expire_ms;
-            rc = 1;
-            break;
-        }
+        /* A hand-off message ("g<token> <fence>") is only a hint: it came on
+         * the subscriber's connection, maybe late — the lease it granted may
+         * have run out and the lock moved on since.  The queue script
+         * confirms it on the lock itself (ours only if the key still holds
+         * our token), mints a fresh fence and starts the lease from now. */
+        lw__wake_wait(&w,
+                      next_sleep_us(notified, &backoff_us, ttl_ms, left_us));
         rc = enqueue(a, 1, &ttl_ms);
     }
     if (rc == 0) { /* deadline: leave the queue, unless handed it just now */
