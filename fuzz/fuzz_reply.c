@@ -13,9 +13,13 @@
  * knowledge of its internals to keep compiling.  hiredis does the RESP
  * decoding on the way, as in production.
  *
- * Input: two option bytes, then the byte streams of the connections in the
- * order they are opened (the guarded thread's first; then, as it happens,
- * the wake-up subscriber's and the watchdog's), separated by "|||".  The
+ * Input: two option bytes (see read_plan(): wait, lease, re-entry, body
+ * time, and the topology — one server, three Redlock masters or a Redis
+ * Cluster seed), then the byte streams of the connections in the order they
+ * are opened (the guarded thread's first; then, as it happens, the other
+ * masters', the cluster nodes', the wake-up subscriber's and the
+ * watchdog's), separated by "|||"; "%PORT%" in them stands for the fake
+ * server's TCP port.  The
  * fake server writes a connection's whole stream at once and half-closes,
  * so the runtime reads replies, then EOF: nothing waits on a timeout.
  *
@@ -25,6 +29,8 @@
 #include <lockweave.h>
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -48,17 +54,35 @@ static struct {
     const uint8_t *seg[MAXSEG];
     size_t seglen[MAXSEG];
     int nseg;
-    int accepted; /* connections of the current input so far */
-    int active;   /* handler threads still running */
-    int listen_fd;
-    char dir[64], path[108], url[128];
+    int accepted;     /* connections of the current input so far */
+    int active;       /* handler threads still running */
+    int listen_fd[2]; /* unix socket, TCP on 127.0.0.1 */
+    int tcp_port;
+    char dir[64], path[108];
+    char url[4][160]; /* per topology, see read_plan() */
 } fk = {.mu = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 struct conn_arg {
-    int fd;
+    int fd, index;
     uint8_t *bytes;
     size_t len;
 };
+
+static int verbose; /* FUZZ_REPLY_VERBOSE=1: log, results, commands seen */
+
+/* What the client sent, one line per read, for writing seeds by hand. */
+static void show_sent(int index, const char *p, ssize_t n)
+{
+    fprintf(stderr, "conn %d <- ", index);
+    for (ssize_t i = 0; i < n && i < 300; i++)
+        if (p[i] == '\r')
+            fputs("\\r", stderr);
+        else if (p[i] == '\n')
+            fputs("\\n", stderr);
+        else
+            fputc(p[i] >= 0x20 && p[i] < 0x7f ? p[i] : '.', stderr);
+    fputs(n > 300 ? "...\n" : "\n", stderr);
+}
 
 static void *serve_conn(void *p)
 {
@@ -75,8 +99,9 @@ static void *serve_conn(void *p)
     /* EOF after the scripted replies; keep reading so the client's own
      * writes never hit a closed socket. */
     shutdown(c->fd, SHUT_WR);
-    while (read(c->fd, sink, sizeof sink) > 0)
-        ;
+    for (ssize_t n; (n = read(c->fd, sink, sizeof sink)) > 0;)
+        if (verbose)
+            show_sent(c->index, sink, n);
     close(c->fd);
     free(c->bytes);
     free(c);
@@ -87,27 +112,49 @@ static void *serve_conn(void *p)
     return NULL;
 }
 
+/* A copy of p[0..n) with every "%PORT%" replaced by the fake server's TCP
+ * port: a CLUSTER SLOTS reply can then name it as a node (":%PORT%\r\n"),
+ * though the port is only known at run time. */
+static uint8_t *with_port(const uint8_t *p, size_t n, size_t *outlen)
+{
+    static const char tag[] = "%PORT%";
+    char port[8];
+    int plen = snprintf(port, sizeof port, "%d", fk.tcp_port);
+    uint8_t *out = malloc(n + 1), *o = out; /* a port is at most 5 digits */
+
+    if (out == NULL)
+        return NULL;
+    for (size_t i = 0; i < n;) {
+        if (n - i >= 6 && memcmp(p + i, tag, 6) == 0) {
+            memcpy(o, port, (size_t)plen);
+            o += plen;
+            i += 6;
+        } else {
+            *o++ = p[i++];
+        }
+    }
+    *outlen = (size_t)(o - out);
+    return out;
+}
+
 static void *accept_loop(void *arg)
 {
     (void)arg;
     for (;;) {
-        int fd = accept(fk.listen_fd, NULL, NULL);
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED)
-                continue;
-            return NULL;
-        }
+        struct pollfd pfd[2] = {{.fd = fk.listen_fd[0], .events = POLLIN},
+                                {.fd = fk.listen_fd[1], .events = POLLIN}};
+        if (poll(pfd, 2, -1) < 0)
+            continue;
+        int which = pfd[0].revents ? 0 : 1;
+        int fd = accept(fk.listen_fd[which], NULL, NULL);
+        if (fd < 0)
+            continue; /* EINTR, ECONNABORTED: the client gave up */
         struct conn_arg *c = calloc(1, sizeof *c);
         pthread_t t;
         pthread_mutex_lock(&fk.mu);
         int k = fk.accepted++;
-        if (c != NULL && k < fk.nseg && fk.seglen[k] > 0) {
-            c->bytes = malloc(fk.seglen[k]);
-            if (c->bytes != NULL) {
-                memcpy(c->bytes, fk.seg[k], fk.seglen[k]);
-                c->len = fk.seglen[k];
-            }
-        }
+        if (c != NULL && k < fk.nseg && fk.seglen[k] > 0)
+            c->bytes = with_port(fk.seg[k], fk.seglen[k], &c->len);
         fk.active++;
         pthread_mutex_unlock(&fk.mu);
         if (c == NULL) {
@@ -118,13 +165,12 @@ static void *accept_loop(void *arg)
             continue;
         }
         c->fd = fd;
+        c->index = k;
         if (pthread_create(&t, NULL, serve_conn, c) != 0)
             abort();
         pthread_detach(t);
     }
 }
-
-static int verbose; /* FUZZ_REPLY_VERBOSE=1: the runtime's log and results */
 
 static void log_line(int level, const char *msg, void *ud)
 {
@@ -139,11 +185,14 @@ static void remove_socket(void)
     rmdir(fk.dir);
 }
 
-/* Options from the first two bytes: how the call is made. */
+/* Options from the first two bytes: how the call is made, and the
+ * topology: one server (unix socket), three Redlock masters, or a Redis
+ * Cluster seed (both over TCP, every endpoint the fake server; what a
+ * CLUSTER SLOTS reply names is up to the input). */
 struct plan {
     uint32_t expire_ms, wait_ms;
     int32_t max_renew;
-    int reenter, use_lock, body_us, wait_replicas, key;
+    int reenter, use_lock, body_us, wait_replicas, key, topology;
 };
 
 static struct plan read_plan(uint8_t b0, uint8_t b1)
@@ -161,6 +210,7 @@ static struct plan read_plan(uint8_t b0, uint8_t b1)
         .key = b0 >> 7,
         .expire_ms = expires[b1 & 3],
         .max_renew = renews[(b1 >> 2) & 3],
+        .topology = (b1 >> 4) & 3,
     };
     return p;
 }
@@ -174,9 +224,10 @@ static void run_plan(const struct plan *p)
     const char *key = keys[p->key];
 
     lw_config_init(&cfg);
-    cfg.redis_url = fk.url;
-    cfg.connect_timeout_ms = 500;
-    cfg.command_timeout_ms = 500;
+    cfg.redis_url = fk.url[p->topology];
+    /* Short: a slot map may name hosts that never answer. */
+    cfg.connect_timeout_ms = 100;
+    cfg.command_timeout_ms = 50;
     cfg.wait_replicas = p->wait_replicas;
     cfg.wait_timeout_ms = 5;
     if (lw_configure(&cfg) != LW_OK)
@@ -257,26 +308,47 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     if (mkdtemp(fk.dir) == NULL)
         abort();
     snprintf(fk.path, sizeof fk.path, "%s/redis.sock", fk.dir);
-    snprintf(fk.url, sizeof fk.url, "unix://%s", fk.path);
     snprintf(sa.sun_path, sizeof sa.sun_path, "%s", fk.path);
-    fk.listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fk.listen_fd < 0 ||
-        bind(fk.listen_fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
-        listen(fk.listen_fd, 16) != 0)
+    fk.listen_fd[0] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fk.listen_fd[0] < 0 ||
+        bind(fk.listen_fd[0], (struct sockaddr *)&sa, sizeof sa) != 0 ||
+        listen(fk.listen_fd[0], 64) != 0)
         abort();
+    struct sockaddr_in in = {.sin_family = AF_INET,
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t inlen = sizeof in;
+    fk.listen_fd[1] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fk.listen_fd[1] < 0 ||
+        bind(fk.listen_fd[1], (struct sockaddr *)&in, sizeof in) != 0 ||
+        listen(fk.listen_fd[1], 64) != 0 ||
+        getsockname(fk.listen_fd[1], (struct sockaddr *)&in, &inlen) != 0)
+        abort();
+    fk.tcp_port = ntohs(in.sin_port);
+    snprintf(fk.url[0], sizeof fk.url[0], "unix://%s", fk.path);
+    snprintf(fk.url[1], sizeof fk.url[1], "unix://%s", fk.path);
+    snprintf(fk.url[2], sizeof fk.url[2],
+             "redis://127.0.0.1:%d,redis://127.0.0.1:%d,redis://127.0.0.1:%d",
+             fk.tcp_port, fk.tcp_port, fk.tcp_port);
+    snprintf(fk.url[3], sizeof fk.url[3], "redis+cluster://127.0.0.1:%d",
+             fk.tcp_port);
     atexit(remove_socket);
     if (pthread_create(&t, NULL, accept_loop, NULL) != 0)
         abort();
     pthread_detach(t);
 
     /* The first connection of a process loads the scripts; answer that once
-     * here, so every input then starts with the SHAs known, as a long-running
-     * process does, and replays the same way as it fuzzed. */
+     * here (more SHAs than there are scripts: the rest answer the first
+     * commands), so every input then starts with the SHAs known, as a
+     * long-running process does, and replays the same way as it fuzzed. */
     static const char warm[] =
         "$40\r\n0000000000000000000000000000000000000001\r\n"
         "$40\r\n0000000000000000000000000000000000000002\r\n"
         "$40\r\n0000000000000000000000000000000000000003\r\n"
-        "$-1\r\n:1\r\n:-2\r\n:1\r\n";
+        "$40\r\n0000000000000000000000000000000000000004\r\n"
+        "$40\r\n0000000000000000000000000000000000000005\r\n"
+        "$40\r\n0000000000000000000000000000000000000006\r\n"
+        "$40\r\n0000000000000000000000000000000000000007\r\n"
+        "$40\r\n0000000000000000000000000000000000000008\r\n";
     struct plan p = read_plan(0, 2);
     run_input(&p, (const uint8_t *)warm, sizeof warm - 1);
     return 0;

@@ -1,8 +1,9 @@
 /*
  * Fuzz the LOCKWEAVE_REDIS_URL parser (runtime/url.c) through the functions
- * url.h declares, so the target keeps up with whatever forms the parser
- * learns (only the functions: struct lw_url's fields are the parser's
- * business and may change shape).  Checked besides the sanitizers: a failure
+ * url.h declares: one URL (lw__url_parse) and the whole value, a Redlock
+ * list or cluster seeds (lw__endpoints_parse), each parsed URL described
+ * and copied.  struct lw_url's fields are left alone: they are the
+ * parser's business.  Checked besides the sanitizers: a failure
  * always says why (a NUL-terminated reason in err), a failed parse leaves
  * nothing behind (lw__url_free() on it must be harmless), and a parsed URL
  * describes itself into any size of buffer.
@@ -45,6 +46,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
     }
     lw__url_free(&u);
+
+    /* The whole value: one URL, a Redlock list or cluster seeds. */
+    struct lw_endpoints e;
+    memset(err, 'x', sizeof err);
+    rc = lw__endpoints_parse(s, &e, err, sizeof err);
+    if (rc == LW_OK) {
+        if (e.n < 1 || e.n > LW_ENDPOINTS_MAX)
+            abort();
+        for (int i = 0; i < e.n; i++) {
+            struct lw_url c;
+            lw__url_describe(&e.urls[i], desc, sizeof desc);
+            if (lw__url_copy(&c, &e.urls[i]) == LW_OK)
+                lw__url_free(&c);
+        }
+    } else if (memchr(err, '\0', sizeof err) == NULL ||
+               (rc == LW_ECONFIG && err[0] == '\0')) {
+        abort();
+    }
+    lw__endpoints_free(&e);
     free(s);
     return 0;
 }

@@ -22,15 +22,16 @@ build=build/fuzz
 generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 
+mkdir -p "$build"
 echo "== fuzz: configure and build $build with $cc"
 cmake -S . -B "$build" "${generator[@]}" -DCMAKE_C_COMPILER="$cc" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLW_WERROR=ON -DLW_FUZZ=ON \
   -DLW_SANITIZE=address,undefined -DLW_BUILD_TESTS=OFF \
-  -DLW_BUILD_SAMPLES=OFF -DLW_BUILD_BENCH=OFF >"$build.configure.log" 2>&1 ||
-  { cat "$build.configure.log"; exit 1; }
+  -DLW_BUILD_SAMPLES=OFF -DLW_BUILD_BENCH=OFF >"$build/configure.log" 2>&1 ||
+  { cat "$build/configure.log"; exit 1; }
 cmake --build "$build" --parallel "$jobs" \
-  --target "${targets[@]/#/fuzz_}" >"$build.build.log" 2>&1 ||
-  { cat "$build.build.log"; exit 1; }
+  --target "${targets[@]/#/fuzz_}" >"$build/build.log" 2>&1 ||
+  { cat "$build/build.log"; exit 1; }
 
 scratch=$(mktemp -d /tmp/lw-fuzz.XXXXXX)
 if [[ ${LW_FUZZ_KEEP:-} == 1 ]]; then
