@@ -150,7 +150,8 @@ static rh_server *any_live(rh_cluster *c)
     return NULL;
 }
 
-/* 1 when every live node is ok and all agree on a live owner per slot. */
+/* 1 when every live node is ok and all agree on a live owner per slot; -1
+ * when a slot is served by a node that is not ours. */
 static int settled(rh_cluster *c, char *why, size_t n)
 {
     static int first[16384], other[16384];
@@ -172,7 +173,13 @@ static int settled(rh_cluster *c, char *why, size_t n)
             ref = s;
             for (int k = 0; k < 16384; k++) {
                 rh_server *o = by_port(c, first[k]);
-                if (o == NULL || o->pid <= 0) {
+                if (o == NULL) {
+                    /* Another test's node: a port race mixed clusters. */
+                    snprintf(why, n, "slot %d served by foreign :%d", k,
+                             first[k]);
+                    return -1;
+                }
+                if (o->pid <= 0) {
                     snprintf(why, n, "slot %d served by %d (dead)", k,
                              first[k]);
                     return 0;
@@ -190,9 +197,10 @@ int rh_cluster_wait_ok(rh_cluster *c, int timeout_ms)
 {
     long long deadline = mono_ms() + timeout_ms;
     char why[128] = "";
+    int ok;
 
-    while (!settled(c, why, sizeof why)) {
-        if (mono_ms() >= deadline) {
+    while ((ok = settled(c, why, sizeof why)) != 1) {
+        if (ok < 0 || mono_ms() >= deadline) {
             fprintf(stderr, "redis harness: cluster not ok after %d ms: %s\n",
                     timeout_ms, why);
             return -1;
@@ -232,19 +240,12 @@ static int wait_replicas_synced(rh_cluster *c, int timeout_ms)
     return 0;
 }
 
-int rh_cluster_start(rh_cluster *c, int masters, int replicas_per_master)
+/* One try at starting the cluster; 0 or -1 (servers stopped). */
+static int start_once(rh_cluster *c)
 {
     rh_opts o;
     int len;
 
-    memset(c, 0, sizeof *c);
-    c->masters = masters;
-    c->n = masters * (1 + replicas_per_master);
-    if (masters < 3 || c->n > RH_CLUSTER_MAX) {
-        fprintf(stderr, "redis harness: a cluster needs 3..%d nodes\n",
-                RH_CLUSTER_MAX);
-        return -1;
-    }
     for (int i = 0; i < c->n; i++) {
         /* The bus port is not left to its default (port + 10000), which
          * does not exist for ephemeral ports above 55535. */
@@ -262,7 +263,7 @@ int rh_cluster_start(rh_cluster *c, int masters, int replicas_per_master)
         if (rh_start(&c->node[i], &o) != 0)
             goto fail;
     }
-    if (create(c, replicas_per_master) != 0 || rh_cluster_wait_ok(c, 30000) ||
+    if (create(c, c->n / c->masters - 1) != 0 || rh_cluster_wait_ok(c, 30000) ||
         wait_replicas_synced(c, 30000))
         goto fail;
     len = snprintf(c->url, sizeof c->url, "redis+cluster://");
@@ -272,6 +273,29 @@ int rh_cluster_start(rh_cluster *c, int masters, int replicas_per_master)
     return 0;
 fail:
     rh_cluster_stop(c);
+    return -1;
+}
+
+int rh_cluster_start(rh_cluster *c, int masters, int replicas_per_master)
+{
+    memset(c, 0, sizeof *c);
+    c->masters = masters;
+    c->n = masters * (1 + replicas_per_master);
+    if (masters < 3 || c->n > RH_CLUSTER_MAX) {
+        fprintf(stderr, "redis harness: a cluster needs 3..%d nodes\n",
+                RH_CLUSTER_MAX);
+        return -1;
+    }
+    /* A port probed free may be taken by a parallel test before our server
+     * binds it (the bus port is not retried by rh_start): start afresh. */
+    for (int attempt = 0; attempt < 3; attempt++) {
+        if (start_once(c) == 0)
+            return 0;
+        fprintf(stderr, "redis harness: cluster start failed, %s\n",
+                attempt < 2 ? "retrying" : "giving up");
+        for (int i = 0; i < c->n; i++)
+            memset(&c->node[i], 0, sizeof c->node[i]);
+    }
     return -1;
 }
 
