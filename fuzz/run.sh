@@ -51,7 +51,7 @@ fuzz_one() {
   [[ -f fuzz/dict/$t.dict ]] && dict=(-dict=fuzz/dict/"$t".dict)
   {
     if [[ -d fuzz/regress/$t ]]; then
-      "$bin" -runs=0 fuzz/regress/"$t" || return 1
+      "$bin" -runs=0 -artifact_prefix="$art/" fuzz/regress/"$t" || return 1
     fi
     # -close_fd_mask=2: the generator's diagnostics for every bad input
     # would drown the log; libFuzzer and the sanitizers keep a copy of
