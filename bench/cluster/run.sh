@@ -25,10 +25,15 @@ cmake --build "$out/cmake" --target lw_cluster_bench >/dev/null
 driver=$out/cmake/bench/cluster/lw_cluster_bench
 
 tmp=$(mktemp -d)
-pids=()
+# Servers are started inside $(...) subshells: their PIDs go to a file, not
+# to a shell variable that the subshell would lose.
+: >"$tmp/pids"
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  local p
+  while read -r p; do kill "$p" 2>/dev/null || true; done <"$tmp/pids"
+  while read -r p; do
+    while kill -0 "$p" 2>/dev/null; do sleep 0.05; done
+  done <"$tmp/pids"
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -45,7 +50,7 @@ start_server() {
   mkdir -p "$dir"
   redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
     --dir "$dir" "$@" >"$dir/log" 2>&1 &
-  pids+=($!)
+  echo $! >>"$tmp/pids"
   for _ in $(seq 100); do
     redis-cli -p "$port" ping >/dev/null 2>&1 && break
     sleep 0.05
