@@ -444,12 +444,6 @@ static int verdict(struct ck *c)
         return c->v[V_EXCL] > 0 ? 0 : 1;
     case FD_EXPECT_LOST_UPDATE:
         return c->v[V_STORE] > 0 ? 0 : 1;
-    case FD_EXPECT_KNOWN_BUG:
-        if (c->v[V_EXCL] + c->v[V_ORDER] + c->v[V_STALE] > 0)
-            fprintf(c->out,
-                    "  tolerated: a known runtime bug (stale hand-off "
-                    "grant, tests/faults/README.md) breaks this case\n");
-        /* fall through */
     case FD_EXPECT_STORE_SAFE:
         all = c->v[V_STORE] + c->v[V_UNFIN];
         break;
@@ -472,14 +466,14 @@ static int verdict(struct ck *c)
 static void report(struct ck *c, int fail, const char *results)
 {
     static const char *const expect[] = {"clean", "store-safe", "must-overlap",
-                                         "must-lose-update", "known-bug"};
+                                         "must-lose-update"};
     long long not_run = 0;
     for (int k = 0; k < 16; k++)
         not_run += c->not_run[k];
     fprintf(c->out,
             "case %s (%s): %zu sections (%lld ok, %lld lost, %lld killed), "
             "%lld calls not run, %d faults\n",
-            c->name, expect[c->expect >= 0 && c->expect <= 4 ? c->expect : 0],
+            c->name, expect[c->expect >= 0 && c->expect <= 3 ? c->expect : 0],
             c->n, c->ok, c->lost, c->killed, not_run, c->faults);
     for (int k = 1; k < 16; k++)
         if (c->not_run[k])
@@ -509,7 +503,7 @@ static void report(struct ck *c, int fail, const char *results)
                     "%s\t%s\t%d\t%zu\t%lld\t%lld\t%lld\t%lld\t%d\t%zu\t"
                     "%lld\t%lld\t%lld\t%lld\t%lld\t%lld\t%lld\t%lld\t%s\n",
                     c->name,
-                    expect[c->expect >= 0 && c->expect <= 4 ? c->expect : 0],
+                    expect[c->expect >= 0 && c->expect <= 3 ? c->expect : 0],
                     c->seconds, c->n, c->ok, c->lost, c->killed, not_run,
                     c->faults, c->nw, c->rejected, c->overlaps_lost, c->late,
                     c->v[V_EXCL], c->v[V_ORDER], c->v[V_STALE], c->v[V_STORE],

@@ -14,14 +14,10 @@
 
 /* What the checker must find for the case to pass (fc_check.h). */
 enum {
-    FD_EXPECT_CLEAN = 0,       /* no violation of any kind */
-    FD_EXPECT_STORE_SAFE = 1,  /* exclusion may fail, the store must not */
-    FD_EXPECT_OVERLAP = 2,     /* self-test: overlaps must be detected */
-    FD_EXPECT_LOST_UPDATE = 3, /* self-test: a lost update must be detected */
-    /* A claimed case that a known runtime bug breaks: its exclusion, order
-     * and stale violations are printed but tolerated until the bug is fixed
-     * (then the case goes back to FD_EXPECT_CLEAN); the store must hold. */
-    FD_EXPECT_KNOWN_BUG = 4
+    FD_EXPECT_CLEAN = 0,      /* no violation of any kind */
+    FD_EXPECT_STORE_SAFE = 1, /* exclusion may fail, the store must not */
+    FD_EXPECT_OVERLAP = 2,    /* self-test: overlaps must be detected */
+    FD_EXPECT_LOST_UPDATE = 3 /* self-test: a lost update must be detected */
 };
 
 struct fd_run;

@@ -215,12 +215,8 @@ const struct fd_case fd_cases[] = {
     {"client-pause", 0, 0, FW_GUARDED, 1, client_pause, 1500, FD_EXPECT_CLEAN},
     {"holder-pause", 0, 0, FW_GUARDED, 1, holder_pause, 1000, FD_EXPECT_CLEAN},
     {"holder-kill", 0, 0, FW_GUARDED, 1, holder_kill, 1000, FD_EXPECT_CLEAN},
-    /* Expected to fail, runtime bug "stale hand-off grant" (README.md
-     * here): a waiter takes a hand-off whose pub/sub message arrives after
-     * the lease it granted ran out (runtime/acquire.c, wait_for(), the
-     * `granted != 0` branch) and can report LW_OK for a section that
-     * overlapped a newer holder.  Back to FD_EXPECT_CLEAN once fixed. */
-    {"latency", 0, 1, FW_GUARDED, 1, latency, 1500, FD_EXPECT_KNOWN_BUG},
+    /* Found the "stale hand-off grant" (fixed in f433703; README.md). */
+    {"latency", 0, 1, FW_GUARDED, 1, latency, 1500, FD_EXPECT_CLEAN},
     /* The checker's self-tests: these must be caught. */
     {"selftest-unguarded", 0, 0, FW_UNGUARDED, 1, NULL, 0, FD_EXPECT_OVERLAP},
     {"selftest-nofence", 0, 0, FW_GUARDED, 0, holder_pause, 1000,
