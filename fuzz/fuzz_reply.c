@@ -215,6 +215,16 @@ static struct plan read_plan(uint8_t b0, uint8_t b1)
     return p;
 }
 
+/* The public API's documented contract, checked on every input: hostile
+ * replies may make a call fail, never make it lie. */
+static void expect(int ok, const char *what)
+{
+    if (!ok) {
+        fprintf(stderr, "fuzz_reply: contract broken: %s\n", what);
+        abort();
+    }
+}
+
 static void run_plan(const struct plan *p)
 {
     static const char *const keys[] = {"fz", "fz:{tag}:1"};
@@ -233,7 +243,7 @@ static void run_plan(const struct plan *p)
     if (lw_configure(&cfg) != LW_OK)
         abort();
 
-    int rc;
+    int rc, lrc;
     if (p->use_lock) {
         rc = lw_lock(&g, key, strlen(key), &o);
     } else {
@@ -241,20 +251,39 @@ static void run_plan(const struct plan *p)
         lw_guard_key_str(&g, key);
         rc = lw_guard_enter(&g);
     }
-    if (rc == LW_OK) {
-        (void)lw_fence();
+    if (rc != LW_OK) {
+        expect(rc < 0, "enter returns LW_OK or a negative code");
+        expect(lw_last_error() == rc,
+               "a failed enter's code is lw_last_error()");
+        expect(lw_fence() == 0, "no fence after a failed enter");
+    } else {
+        uint64_t fence = lw_fence();
+        /* Redlock's masters share no order: its fence is always 0. */
+        expect(p->topology == 2 ? fence == 0 : fence > 0,
+               "a held lock has a fence (0 with Redlock)");
         if (p->reenter) {
             lw_guard_init(&inner, &o);
             lw_guard_key_bytes(&inner, key, strlen(key));
-            if (lw_guard_enter(&inner) == LW_OK)
-                lw_guard_leave(&inner);
+            if (lw_guard_enter(&inner) == LW_OK) {
+                expect(lw_fence() == fence,
+                       "a re-entered lock keeps its fence");
+                lrc = lw_guard_leave(&inner);
+                expect(lrc == LW_OK || lrc == LW_ELOST,
+                       "leave returns LW_OK or LW_ELOST");
+                expect(lw_last_error() == lrc, "leave records its code");
+                expect(lw_fence() == fence, "the outer lock's fence is back");
+            }
         }
         if (p->body_us) {
             struct timespec ts = {0, p->body_us * 1000L};
             nanosleep(&ts, NULL);
         }
         (void)lw_still_held();
-        lw_guard_leave(&g);
+        lrc = lw_guard_leave(&g);
+        expect(lrc == LW_OK || lrc == LW_ELOST,
+               "leave returns LW_OK or LW_ELOST");
+        expect(lw_last_error() == lrc, "leave records its code");
+        expect(lw_fence() == 0, "no fence outside a section");
     }
     if (verbose)
         fprintf(stderr, "fuzz_reply: enter %s, last error %s\n",
