@@ -56,7 +56,8 @@ struct attempt {
     int cluster;         /* Redis Cluster: requests go through the router */
     int slot;            /* the key's slot, in cluster mode */
     int64_t deadline_us; /* the wait's end */
-    char *alivebuf;      /* NAME_INLINE bytes on lw__acquire's stack */
+    char entry[LW_WAKE_ENTRY_MAX]; /* our queue entry's score, "" if none */
+    char *alivebuf; /* NAME_INLINE bytes on lw__acquire's stack */
 };
 
 /* Where a redirected or failed-over request may keep trying: to the wait's
@@ -234,14 +235,42 @@ static int enqueue(struct attempt *a, int join, int64_t *ttl_ms)
         a->valid_ms = r->element[1]->integer > 0 ? r->element[1]->integer
                                                  : g->opts.expire_ms;
         rc = 1;
-    } else if (r->type == REDIS_REPLY_INTEGER && r->integer < 0) {
-        *ttl_ms = -1 - r->integer;
+    } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+               r->element[0]->type == REDIS_REPLY_INTEGER &&
+               r->element[0]->integer < 0 &&
+               r->element[1]->type == REDIS_REPLY_STRING &&
+               r->element[1]->len < sizeof a->entry) {
+        *ttl_ms = -1 - r->element[0]->integer;
+        memcpy(a->entry, r->element[1]->str, r->element[1]->len);
+        a->entry[r->element[1]->len] = '\0';
         rc = 0;
     } else {
         rc = LW_EREDIS;
     }
     freeReplyObject(r);
     return rc;
+}
+
+/*
+ * May a hand-off message ("g<token> <fence> <entry>") be taken as it is, with
+ * no round trip?  It came on the subscriber's connection, maybe late: the
+ * lease it granted may have run out and the lock moved on since.  It is
+ * current when it names the queue entry our last poll reported: an entry is
+ * removed when it is handed the lock, so had a poll run after this hand-off,
+ * it would have found the lock ours (and we would not be waiting) or, the
+ * lease already over, queued us again under a new score.  So the hand-off
+ * came after our last poll ran, and its lease (PX expire, set then) lasts at
+ * least until that poll was sent plus expire: a->sent_us, which lw__acquire
+ * counts the lease from.  With less than half of that left, the queue script
+ * confirms it instead (ours only if the key still holds our token) and
+ * starts a fresh lease.
+ */
+static int fresh_grant(const struct attempt *a, const char *entry)
+{
+    int64_t half_us = (int64_t)a->g->opts.expire_ms * 500;
+
+    return a->entry[0] != '\0' && strcmp(entry, a->entry) == 0 &&
+           lw__now_us() < a->sent_us + half_us;
 }
 
 /*
@@ -256,6 +285,8 @@ static int wait_for(struct attempt *a, int64_t ttl_ms, int64_t deadline_us,
     struct lw_waiter w = {.token = g->lease.token,
                           .toklen = (size_t)g->lease.toklen};
     int64_t backoff_us = BACKOFF_START_US;
+    char entry[LW_WAKE_ENTRY_MAX];
+    uint64_t granted;
     int notified, rc;
 
     notified = lw__wake_join(&w, a->names->chan, a->names->chanlen);
@@ -265,13 +296,14 @@ static int wait_for(struct attempt *a, int64_t ttl_ms, int64_t deadline_us,
         int64_t left_us = deadline_us - lw__now_us();
         if (left_us <= 0)
             break;
-        /* A hand-off message ("g<token> <fence>") is only a hint: it came on
-         * the subscriber's connection, maybe late — the lease it granted may
-         * have run out and the lock moved on since.  The queue script
-         * confirms it on the lock itself (ours only if the key still holds
-         * our token), mints a fresh fence and starts the lease from now. */
-        lw__wake_wait(&w,
-                      next_sleep_us(notified, &backoff_us, ttl_ms, left_us));
+        granted = lw__wake_wait(
+            &w, next_sleep_us(notified, &backoff_us, ttl_ms, left_us), entry);
+        if (granted != 0 && fresh_grant(a, entry)) {
+            g->fence = granted;
+            a->valid_ms = g->opts.expire_ms;
+            rc = 1;
+            break;
+        }
         rc = enqueue(a, 1, &ttl_ms);
     }
     if (rc == 0) { /* deadline: leave the queue, unless handed it just now */

@@ -25,16 +25,19 @@ static const char renew_lua[] =
 
 /*
  * Waiting is fair by default: waiters queue in Redis, ordered by the server's
- * clock, in the sorted set KEYS[2] (members "token|lease-ms"), and each keeps
- * an "alive" key ({K}:w:token) refreshed on every poll, so a waiter that
- * died is skipped instead of handed a lock it will never release.
+ * clock, in the sorted set KEYS[2] (members "token|lease-ms", scored by the
+ * server's TIME in microseconds when they joined), and each keeps an "alive"
+ * key ({K}:w:token) refreshed on every poll, so a waiter that died is
+ * skipped instead of handed a lock it will never release.
  */
 
 /* Acquire-or-queue, for threads that found the lock busy.
  * KEYS: lock, queue, fence, alive key.  ARGV: token, lease ms, join (1: queue
  * up / refresh, 0: leave the queue), queue ttl ms, alive ms.
  * Returns {fence, lease left ms} when the lock is ours — free now, or handed
- * to us by a release (our token already in place) — else -1 - its TTL. */
+ * to us by a release (our token already in place) — else {-1 - its TTL, our
+ * entry's score ('' when not queued)}: a hand-off names the entry it was
+ * made to, so the waiter can tell a current one from a late message. */
 static const char enqueue_lua[] =
     "local member = ARGV[1] .. '|' .. ARGV[2]\n"
     "local v = redis.call('get', KEYS[1])\n"
@@ -46,7 +49,7 @@ static const char enqueue_lua[] =
     "end\n"
     "if ARGV[3] == '1' then\n"
     "  local t = redis.call('time')\n"
-    "  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
     "  redis.call('zadd', KEYS[2], 'NX', now, member)\n"
     "  if redis.call('pttl', KEYS[2]) < tonumber(ARGV[4]) then\n"
     "    redis.call('pexpire', KEYS[2], ARGV[4])\n"
@@ -58,7 +61,7 @@ static const char enqueue_lua[] =
     "end\n"
     "local ttl = redis.call('pttl', KEYS[1])\n"
     "if ttl < 0 then ttl = 0 end\n"
-    "return -1 - ttl\n";
+    "return {-1 - ttl, redis.call('zscore', KEYS[2], member) or ''}\n";
 
 /*
  * Release.  KEYS: lock, queue, fence.  ARGV: token, wake-up channel,
@@ -68,10 +71,11 @@ static const char enqueue_lua[] =
  * With waiters queued, the oldest live one is told: if it has waited at least
  * the hand-off age, the lock is handed to it right here (set to its token,
  * fence minted, "g<token> <fence>" published) so nobody can barge past it;
- * otherwise "w<token>" wakes it to compete.  Barging while the queue is young
- * keeps throughput; the hand-off bounds every waiter's wait.
- * The alive key is not declared (its name depends on the queue's head), so
- * while the slot is being migrated and that key already moved, Redis refuses
+ * otherwise "w<token>" wakes it to compete.  "g<token> <fence> <entry score>":
+ * the score tells the waiter which of its queue entries was granted.  Barging
+ * while the queue is young keeps throughput; the hand-off bounds every waiter's
+ * wait. The alive key is not declared (its name depends on the queue's head),
+ * so while the slot is being migrated and that key already moved, Redis refuses
  * to read it here: pcall catches that, after our DEL, and the waiter is only
  * woken, never handed a lock it may not be alive to release.
  */
@@ -88,7 +92,7 @@ static const char release_lua[] =
     "  if #head == 0 then return 1 end\n"
     "  if not now then\n"
     "    local t = redis.call('time')\n"
-    "    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "    now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
     "  end\n"
     "  local sep = string.find(head[1], '|', 1, true)\n"
     "  local tok = string.sub(head[1], 1, sep - 1)\n"
@@ -98,11 +102,12 @@ static const char release_lua[] =
     "  elseif type(alive) ~= 'number' then\n"
     "    redis.call(ARGV[5] or 'publish', ARGV[2], 'w' .. tok)\n"
     "    return 1\n"
-    "  elseif now - tonumber(head[2]) >= tonumber(ARGV[3]) then\n"
+    "  elseif now - tonumber(head[2]) >= tonumber(ARGV[3]) * 1000 then\n"
     "    redis.call('zrem', KEYS[2], head[1])\n"
     "    redis.call('set', KEYS[1], tok, 'PX', string.sub(head[1], sep + 1))\n"
     "    local f = redis.call('incr', KEYS[3])\n"
-    "    redis.call(ARGV[5] or 'publish', ARGV[2], 'g' .. tok .. ' ' .. f)\n"
+    "    redis.call(ARGV[5] or 'publish', ARGV[2],\n"
+    "               'g' .. tok .. ' ' .. f .. ' ' .. head[2])\n"
     "    return 1\n"
     "  else\n"
     "    redis.call(ARGV[5] or 'publish', ARGV[2], 'w' .. tok)\n"

@@ -102,8 +102,25 @@ static void poke(void)
     }
 }
 
+/* "<fence> <entry>" of a hand-off; a malformed one only wakes. */
+static void grant(struct lw_waiter *w, const char *p, size_t n)
+{
+    const char *sp = memchr(p, ' ', n);
+    size_t elen = sp ? n - (size_t)(sp + 1 - p) : 0;
+    char num[24];
+
+    if (sp == NULL || sp == p || (size_t)(sp - p) >= sizeof num || elen == 0 ||
+        elen >= sizeof w->grant_entry)
+        return;
+    memcpy(num, p, (size_t)(sp - p));
+    num[sp - p] = '\0';
+    memcpy(w->grant_entry, sp + 1, elen);
+    w->grant_entry[elen] = '\0';
+    w->granted = strtoull(num, NULL, 10);
+}
+
 /* A release's message: "w<token>" wakes that waiter to retry, "g<token>
- * <fence>" tells it the lock is already its own. */
+ * <fence> <entry>" tells it the lock was handed to its queue entry. */
 static void wake_named(struct lw_wchan *e, const char *msg, size_t len)
 {
     const char *sp = len > 1 ? memchr(msg + 1, ' ', len - 1) : NULL;
@@ -115,7 +132,7 @@ static void wake_named(struct lw_wchan *e, const char *msg, size_t len)
         if (w->toklen != toklen || memcmp(w->token, msg + 1, toklen) != 0)
             continue;
         if (msg[0] == 'g' && sp != NULL)
-            w->granted = strtoull(sp + 1, NULL, 10);
+            grant(w, sp + 1, len - (size_t)(sp + 1 - msg));
         w->woken = 1;
         pthread_cond_signal(&w->cond);
         return;
@@ -508,7 +525,7 @@ out:
     return ok;
 }
 
-uint64_t lw__wake_wait(struct lw_waiter *w, int64_t timeout_us)
+uint64_t lw__wake_wait(struct lw_waiter *w, int64_t timeout_us, char *entry)
 {
     struct timespec ts = lw__abstime_us(lw__now_us() + timeout_us);
     uint64_t granted;
@@ -519,6 +536,9 @@ uint64_t lw__wake_wait(struct lw_waiter *w, int64_t timeout_us)
             break;
     w->woken = 0;
     granted = w->granted;
+    w->granted = 0;
+    if (granted != 0)
+        memcpy(entry, w->grant_entry, sizeof w->grant_entry);
     pthread_mutex_unlock(&wk.mu);
     return granted;
 }

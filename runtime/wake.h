@@ -11,12 +11,15 @@
  * release names the one waiter (by token) it wakes or hands the lock to, so
  * only that thread, in one process, wakes.  Waiters live on their own stacks.
  */
+#define LW_WAKE_ENTRY_MAX 32
+
 struct lw_waiter {
     const char *token; /* the waiter's lock token, as queued in Redis */
     size_t toklen;
     pthread_cond_t cond;
     int woken;        /* told to retry, or a fresh subscription was seen */
     uint64_t granted; /* fence of a lock handed to us, 0 if none */
+    char grant_entry[LW_WAKE_ENTRY_MAX]; /* queue entry (score) handed it */
     struct lw_waiter *next;
     struct lw_wchan *entry;
 };
@@ -27,8 +30,10 @@ struct lw_waiter {
 int lw__wake_join(struct lw_waiter *w, const char *chan, size_t chanlen);
 
 /* Sleep until woken or timeout_us passes.  Returns the fence of a lock handed
- * to this waiter, or 0 (woken to retry, or timed out). */
-uint64_t lw__wake_wait(struct lw_waiter *w, int64_t timeout_us);
+ * to this waiter, with the queue entry it was handed to copied to entry
+ * (LW_WAKE_ENTRY_MAX bytes, NUL-terminated), or 0 (woken to retry, or timed
+ * out). */
+uint64_t lw__wake_wait(struct lw_waiter *w, int64_t timeout_us, char *entry);
 
 void lw__wake_leave(struct lw_waiter *w);
 
