@@ -114,7 +114,8 @@ LW_API int lw_last_error(void);
 LW_API uint64_t lw_fence(void);
 
 /* 1 while the innermost lock this thread holds is still ours; 0 once a renewal
- * failed, max_renew ran out, or outside a guarded section.  Thread-safe. */
+ * failed, max_renew ran out, the lease's end passed with no renewal (this
+ * process was paused), or outside a guarded section.  Thread-safe. */
 LW_API int lw_still_held(void);
 
 /* ------------------------------------------------------------------------ */

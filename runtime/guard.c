@@ -9,6 +9,7 @@
 #include <lockweave.h>
 #include <string.h>
 
+#include "clock.h"
 #include "config.h"
 #include "fork.h"
 #include "guard.h"
@@ -208,6 +209,14 @@ uint64_t lw_fence(void)
 int lw_still_held(void)
 {
     struct lw_gimpl *top = lw__thread()->top;
+    const struct lw_lease *l;
 
-    return top != NULL && owner_status(top->owner) == LW_OK;
+    if (top == NULL || owner_status(top->owner) != LW_OK)
+        return 0;
+    /* Past the lease's end by our own clock, the lock may be someone else's
+     * already even though no renewal has failed yet: after this process
+     * was paused (SIGSTOP, swapping, a debugger) the watchdog has not had
+     * its turn. */
+    l = &top->owner->lease;
+    return lw__now_ms() < __atomic_load_n(&l->valid_until_ms, __ATOMIC_RELAXED);
 }

@@ -255,7 +255,9 @@ static int settle(struct lw_lease *l, int result, int64_t sent_ms, int64_t now)
     LW_STAT_ADD(renewed, 1);
     if (l->renews_left > 0)
         l->renews_left--;
-    l->valid_until_ms = sent_ms + l->expire_ms - l->drift_ms;
+    /* Atomic: lw_still_held() reads it from the lock's own thread. */
+    __atomic_store_n(&l->valid_until_ms, sent_ms + l->expire_ms - l->drift_ms,
+                     __ATOMIC_RELAXED);
     schedule(l, sent_ms);
     return 1;
 }
