@@ -323,26 +323,11 @@ static int wait_for(struct attempt *a, int64_t ttl_ms, int64_t deadline_us,
  */
 static void give_back(struct attempt *a)
 {
-    struct lw_gimpl *g = a->g;
-    const struct lw_names *n = a->names;
-    char handoff[16];
-    const char *argv[] = {g->key,  n->queue, n->fence, g->lease.token,
-                          n->chan, handoff,  n->alive, "spublish"};
-    size_t lens[] = {
-        g->keylen,  n->queuelen, n->fencelen, (size_t)g->lease.toklen,
-        n->chanlen, 0,           n->alivelen, 8};
     redisReply *r;
-    int replayed, rc;
+    int replayed;
 
-    lens[5] = (size_t)snprintf(handoff, sizeof handoff, "%d",
-                               g->lease.cfg->handoff_ms);
-    if (a->cluster)
-        rc = lw__route_script(g->lease.cfg, a->slot, LW_SCRIPT_RELEASE, 3, 5,
-                              argv, lens, &r, &replayed, lw__now_us());
-    else
-        rc = lw__conn_script(a->conn, LW_SCRIPT_RELEASE, 3, 4, argv, lens, &r,
-                             &replayed);
-    if (rc == LW_OK)
+    if (lw__release_script(a->g, a->names, lw__now_us(), &r, &replayed) ==
+        LW_OK)
         freeReplyObject(r);
 }
 

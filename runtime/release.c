@@ -20,7 +20,7 @@ static int verdict(struct lw_gimpl *g, long long result, int replayed)
 {
     const char *why;
 
-    if (result == 1)
+    if (result == 1 || result == 2)
         return lw__lease_lost(&g->lease) ? LW_ELOST : LW_OK;
     /* A replayed release whose first attempt deleted the key reads "gone":
      * while our lease was still valid, that is our own delete. */
@@ -33,36 +33,41 @@ static int verdict(struct lw_gimpl *g, long long result, int replayed)
     return LW_ELOST;
 }
 
-/* Run the release script on this thread's connection, or, in a cluster, on
- * the master of the key's slot, following redirections and failovers while
- * the lease may still be ours. */
-static int run_release(struct lw_gimpl *g, const char *const *argv,
-                       const size_t *lens, int nargs, redisReply **r,
-                       int *replayed)
+int lw__release_script(struct lw_gimpl *g, const struct lw_names *n,
+                       int64_t deadline_us, redisReply **r, int *replayed)
 {
     const struct lw_settings *s = g->lease.cfg;
+    char handoff[16], receipt[16];
+    const char *argv[] = {g->key,  n->queue, n->fence, g->lease.token, n->chan,
+                          handoff, n->alive, receipt,  "spublish"};
+    size_t lens[] = {
+        g->keylen,  n->queuelen, n->fencelen, (size_t)g->lease.toklen,
+        n->chanlen, 0,           n->alivelen, 0,
+        8};
     struct lw_conn *conn;
-    int64_t deadline_us, t;
     int rc;
 
+    lens[5] = (size_t)snprintf(handoff, sizeof handoff, "%d", s->handoff_ms);
+    /* The receipt must outlive the retry of a release whose reply was lost:
+     * conn.c replays at once, after at most a reconnect and a timeout. */
+    lens[7] =
+        (size_t)snprintf(receipt, sizeof receipt, "%d",
+                         2 * (s->connect_timeout_ms + s->command_timeout_ms));
     if (s->ep.topology != LW_TOPO_CLUSTER) {
         rc = lw__conn_thread(&conn);
         return rc != LW_OK ? rc
-                           : lw__conn_script(conn, LW_SCRIPT_RELEASE, 3, nargs,
+                           : lw__conn_script(conn, LW_SCRIPT_RELEASE, 3, 5,
                                              argv, lens, r, replayed);
     }
-    deadline_us = g->lease.valid_until_ms * 1000;
-    t = lw__now_us() + (int64_t)s->command_timeout_ms * 1000;
     return lw__route_script(s, lw__key_slot(g->key, g->keylen),
-                            LW_SCRIPT_RELEASE, 3, nargs, argv, lens, r,
-                            replayed, deadline_us > t ? deadline_us : t);
+                            LW_SCRIPT_RELEASE, 3, 6, argv, lens, r, replayed,
+                            deadline_us);
 }
 
 int lw__release(struct lw_gimpl *g)
 {
     struct lw_names names;
     redisReply *r = NULL;
-    char handoff[16];
     int rc, replayed = 0;
 
     /* Cancel renewal before deleting: a PEXPIRE in flight after our DEL
@@ -72,17 +77,13 @@ int lw__release(struct lw_gimpl *g)
         return lw__redlock_release(g);
     rc = lw__names_init(&names, g->key, g->keylen);
     if (rc == LW_OK) {
-        const char *argv[] = {g->key,         names.queue, names.fence,
-                              g->lease.token, names.chan,  handoff,
-                              names.alive,    "spublish"};
-        size_t lens[] = {g->keylen,      names.queuelen,
-                         names.fencelen, (size_t)g->lease.toklen,
-                         names.chanlen,  0,
-                         names.alivelen, 8};
-        int cluster = g->lease.cfg->ep.topology == LW_TOPO_CLUSTER;
-        lens[5] = (size_t)snprintf(handoff, sizeof handoff, "%d",
-                                   g->lease.cfg->handoff_ms);
-        rc = run_release(g, argv, lens, cluster ? 5 : 4, &r, &replayed);
+        /* In a cluster, follow redirections and failovers while the lease
+         * may still be ours. */
+        int64_t deadline_us = g->lease.valid_until_ms * 1000;
+        int64_t t =
+            lw__now_us() + (int64_t)g->lease.cfg->command_timeout_ms * 1000;
+        rc = lw__release_script(g, &names, deadline_us > t ? deadline_us : t,
+                                &r, &replayed);
     }
     if (rc == LW_OK && r->type == REDIS_REPLY_INTEGER) {
         rc = verdict(g, r->integer, replayed);

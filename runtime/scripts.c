@@ -65,23 +65,31 @@ static const char enqueue_lua[] =
 
 /*
  * Release.  KEYS: lock, queue, fence.  ARGV: token, wake-up channel,
- * hand-off age ms, alive-key prefix [, 'spublish' in a cluster: sharded
- * pub/sub delivers on the channel's slot's node only].  1 released, 0 already
+ * hand-off age ms, alive-key prefix, receipt ms [, 'spublish' in a cluster:
+ * sharded pub/sub delivers on the channel's slot's node only].  1 released,
+ * 2 released by an earlier run of this same release (see below), 0 already
  * expired, -1 held by another owner.
  * With waiters queued, the oldest live one is told: if it has waited at least
  * the hand-off age, the lock is handed to it right here (set to its token,
- * fence minted, "g<token> <fence>" published) so nobody can barge past it;
- * otherwise "w<token>" wakes it to compete.  "g<token> <fence> <entry score>":
- * the score tells the waiter which of its queue entries was granted.  Barging
- * while the queue is young keeps throughput; the hand-off bounds every waiter's
- * wait. The alive key is not declared (its name depends on the queue's head),
- * so while the slot is being migrated and that key already moved, Redis refuses
- * to read it here: pcall catches that, after our DEL, and the waiter is only
- * woken, never handed a lock it may not be alive to release.
+ * fence minted, "g<token> <fence> <entry score>" published, the score naming
+ * the queue entry it was made to) so nobody can barge past it; otherwise
+ * "w<token>" wakes it to compete.  Barging while the queue is young keeps
+ * throughput; the hand-off bounds every waiter's wait.
+ * A hand-off leaves a receipt, "<alive prefix><our token>:rel", for receipt
+ * ms: a release sent again after its reply was lost (connection killed)
+ * then finds the waiter's token in the key, and the receipt tells it that
+ * this was its own doing, not a lost lease.
+ * The alive key and the receipt are not declared (their names depend on
+ * the queue's head and our token), so while the slot is being migrated and
+ * such a key already moved, Redis refuses it here: pcall catches that, after
+ * our DEL, and the waiter is only woken, never handed a lock it may not be
+ * alive to release.
  */
 static const char release_lua[] =
     "local v = redis.call('get', KEYS[1])\n"
+    "local receipt = ARGV[4] .. ARGV[1] .. ':rel'\n"
     "if v ~= ARGV[1] then\n"
+    "  if redis.pcall('exists', receipt) == 1 then return 2 end\n"
     "  if v then return -1 end\n"
     "  return 0\n"
     "end\n"
@@ -100,17 +108,18 @@ static const char release_lua[] =
     "  if alive == 0 then\n"
     "    redis.call('zrem', KEYS[2], head[1])\n"
     "  elseif type(alive) ~= 'number' then\n"
-    "    redis.call(ARGV[5] or 'publish', ARGV[2], 'w' .. tok)\n"
+    "    redis.call(ARGV[6] or 'publish', ARGV[2], 'w' .. tok)\n"
     "    return 1\n"
     "  elseif now - tonumber(head[2]) >= tonumber(ARGV[3]) * 1000 then\n"
     "    redis.call('zrem', KEYS[2], head[1])\n"
     "    redis.call('set', KEYS[1], tok, 'PX', string.sub(head[1], sep + 1))\n"
     "    local f = redis.call('incr', KEYS[3])\n"
-    "    redis.call(ARGV[5] or 'publish', ARGV[2],\n"
+    "    redis.pcall('set', receipt, '1', 'PX', ARGV[5])\n"
+    "    redis.call(ARGV[6] or 'publish', ARGV[2],\n"
     "               'g' .. tok .. ' ' .. f .. ' ' .. head[2])\n"
     "    return 1\n"
     "  else\n"
-    "    redis.call(ARGV[5] or 'publish', ARGV[2], 'w' .. tok)\n"
+    "    redis.call(ARGV[6] or 'publish', ARGV[2], 'w' .. tok)\n"
     "    return 1\n"
     "  end\n"
     "end\n";

@@ -1,0 +1,98 @@
+/*
+ * A release whose reply was lost is sent again (conn.c replays it on a new
+ * connection).  When the first run had handed the lock to a waiter, the
+ * second finds the waiter's token in the key; the hand-off's receipt must
+ * make it answer "released by me", not "another owner holds it" — or every
+ * CLIENT KILL during a hand-off reports a spurious LW_ELOST (found by the
+ * faults suite's client-kill case).
+ *
+ * The lost reply is played by hand: the release script is run once on the
+ * harness's own connection with our token, exactly as lockweave sends it;
+ * lockweave's own release, which follows, is then the "replay".
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "scripts.h"
+#include "util.h"
+
+static rh_server srv;
+
+static void *waiter(void *arg)
+{
+    lw_guard g;
+
+    (void)arg;
+    CHECK_RC(lock_str(&g, "rr", 5000, 20000), LW_OK);
+    CHECK_RC(lw_guard_leave(&g), LW_OK);
+    return NULL;
+}
+
+static int queued(void *arg)
+{
+    (void)arg;
+    return rh_cmd_int(&srv, "ZCARD {lock:rr}:q") == 1;
+}
+
+/* Run the release script with our token, as lockweave's first attempt. */
+static long long release_by_hand(const char *token)
+{
+    const char *names[] = {"lock:rr", "{lock:rr}:q", "{lock:rr}:fence"};
+    const char *argv[] = {"EVAL",
+                          lw__script_text(LW_SCRIPT_RELEASE),
+                          "3",
+                          names[0],
+                          names[1],
+                          names[2],
+                          token,
+                          "{lock:rr}:wake",
+                          "0", /* hand off to any waiter */
+                          "{lock:rr}:w:",
+                          "6000"};
+    redisReply *r = rh_cmd_argv(&srv, 11, argv, NULL);
+    long long v = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -99;
+
+    if (r)
+        freeReplyObject(r);
+    return v;
+}
+
+int main(void)
+{
+    lw_guard g;
+    pthread_t t;
+    char token[128], receipt[160];
+    redisReply *r;
+
+    CHECK_EQ(rh_start(&srv, NULL), 0);
+    use_server(&srv);
+    CHECK_RC(lock_str(&g, "rr", 5000, 0), LW_OK);
+    r = rh_cmd(&srv, "GET lock:rr");
+    CHECK(r && r->type == REDIS_REPLY_STRING && r->len < sizeof token);
+    memcpy(token, r->str, r->len + 1);
+    freeReplyObject(r);
+
+    CHECK_EQ(pthread_create(&t, NULL, waiter, NULL), 0);
+    CHECK(wait_until(queued, NULL, 10000) >= 0);
+
+    /* First run: deletes our key and hands it to the waiter. */
+    CHECK_EQ(release_by_hand(token), 1);
+    snprintf(receipt, sizeof receipt, "{lock:rr}:w:%s:rel", token);
+    CHECK_RANGE(rh_cmd_int(&srv, "PTTL %s", receipt), 1, 6000);
+    /* The replay, by hand, then by lockweave itself: ours, not lost. */
+    CHECK_EQ(release_by_hand(token), 2);
+    CHECK_RC(lw_guard_leave(&g), LW_OK);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+
+    /* Without a receipt, a token that is not in the key is not ours. */
+    CHECK_EQ(rh_cmd_int(&srv, "DEL %s", receipt), 1);
+    CHECK_RC(lock_str(&g, "rr", 5000, 0), LW_OK);
+    CHECK_EQ(release_by_hand(token), -1);
+    CHECK_RC(lw_guard_leave(&g), LW_OK);
+
+    lw_shutdown();
+    rh_stop(&srv);
+    printf("release_retry: ok\n");
+    return 0;
+}
