@@ -8,36 +8,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* s with the credentials of every comma-separated element (what precedes
- * its last '@') replaced by "***": error messages are logged, and a URL
- * refused for its port must not put its password in the log. */
+/* s with everything between its first "://" (or its start) and its last
+ * '@' replaced by "***": error messages are logged, and a URL refused for
+ * its port must not put its password in the log.  A password may hold ','
+ * or '@' unescaped, so element boundaries are not trusted; a list loses its
+ * hosts before the last credentials from the message, never a secret. */
 static void masked(const char *s, char *out, size_t outlen)
 {
-    size_t o = 0;
+    const char *at = strrchr(s, '@'), *scheme = strstr(s, "://");
+    const char *from = scheme != NULL && scheme < at ? scheme + 3 : s;
 
-    while (*s != '\0' && o + 1 < outlen) {
-        size_t n = strcspn(s, ",");
-        const char *at = NULL, *scheme = strstr(s, "://");
-        const char *from = scheme && scheme < s + n ? scheme + 3 : s;
-
-        for (const char *q = from; q < s + n; q++)
-            if (*q == '@')
-                at = q;
-        if (at != NULL) {
-            o += (size_t)snprintf(out + o, outlen - o, "%.*s***%.*s",
-                                  (int)(from - s), s, (int)(s + n - at), at);
-        } else {
-            o += (size_t)snprintf(out + o, outlen - o, "%.*s", (int)n, s);
-        }
-        if (o >= outlen)
-            break;
-        s += n;
-        if (*s == ',' && o + 1 < outlen)
-            out[o++] = *s++;
-        out[o] = '\0';
-    }
-    if (outlen > 0 && o < outlen)
-        out[o] = '\0';
+    if (at == NULL)
+        snprintf(out, outlen, "%s", s);
+    else
+        snprintf(out, outlen, "%.*s***%s", (int)(from - s), s, at);
 }
 
 static int fail(char *err, size_t errlen, const char *why, const char *s)
@@ -170,7 +154,10 @@ static int parse_tcp(const char *s, const char *rest, struct lw_url *u,
     return LW_OK;
 }
 
-int lw__url_parse(const char *s, struct lw_url *u, char *err, size_t errlen)
+/* lw__url_parse(), naming whole (the value it came from) in errors: an
+ * element cut out of a list may hold only part of its credentials. */
+static int parse_one(const char *s, const char *whole, struct lw_url *u,
+                     char *err, size_t errlen)
 {
     int rc;
 
@@ -178,19 +165,25 @@ int lw__url_parse(const char *s, struct lw_url *u, char *err, size_t errlen)
     if (s == NULL || *s == '\0')
         return fail(err, errlen, "empty value", "");
     if (strchr(s, ',') != NULL)
-        return fail(err, errlen, "one URL expected, found a list", s);
+        return fail(err, errlen, "one URL expected, found a list", whole);
     if (strncmp(s, "unix://", 7) == 0) {
         if (s[7] != '/')
-            return fail(err, errlen, "unix socket path must be absolute", s);
+            return fail(err, errlen, "unix socket path must be absolute",
+                        whole);
         u->path = strdup(s + 7);
         return u->path ? LW_OK : LW_ENOMEM;
     }
     if (strncmp(s, "redis://", 8) != 0)
-        return fail(err, errlen, "scheme must be redis:// or unix://", s);
-    rc = parse_tcp(s, s + 8, u, err, errlen);
+        return fail(err, errlen, "scheme must be redis:// or unix://", whole);
+    rc = parse_tcp(whole, s + 8, u, err, errlen);
     if (rc != LW_OK)
         lw__url_free(u);
     return rc;
+}
+
+int lw__url_parse(const char *s, struct lw_url *u, char *err, size_t errlen)
+{
+    return parse_one(s, s, u, err, errlen);
 }
 
 void lw__url_free(struct lw_url *u)
@@ -249,7 +242,7 @@ static int parse_element(const char *s, const char *p, size_t n, int cluster,
     if (n + 8 >= sizeof one)
         return fail(err, errlen, "element too long", s);
     snprintf(one, sizeof one, "%s%.*s", cluster ? "redis://" : "", (int)n, p);
-    rc = lw__url_parse(one, u, err, errlen);
+    rc = parse_one(one, s, u, err, errlen);
     if (rc == LW_OK && cluster && (u->path != NULL || u->db != 0)) {
         lw__url_free(u);
         return fail(err, errlen,
