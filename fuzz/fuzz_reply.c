@@ -4,9 +4,10 @@
  * script), release, the watchdog's batched renewals and the wake-up
  * subscriber's pub/sub messages make sense of.
  *
- * The seam is the socket, not a function: a fake Redis on a unix socket
- * answers each connection with bytes from the input, and the runtime is
- * driven through its public API (lw_configure, lw_guard_*, lw_shutdown).
+ * The seam is the socket, not a function: a fake Redis (a unix socket and a
+ * loopback TCP port) answers each connection with bytes from the input, and
+ * the runtime is driven through its public API (lw_configure, lw_guard_*,
+ * lw_shutdown).
  * The interpreting code is all static functions in files others keep
  * changing; at the socket the target reaches every one of them, in the
  * order a real run calls them, and needs no edit to the runtime and no
@@ -19,9 +20,9 @@
  * are opened (the guarded thread's first; then, as it happens, the other
  * masters', the cluster nodes', the wake-up subscriber's and the
  * watchdog's), separated by "|||"; "%PORT%" in them stands for the fake
- * server's TCP port.  The
- * fake server writes a connection's whole stream at once and half-closes,
- * so the runtime reads replies, then EOF: nothing waits on a timeout.
+ * server's TCP port.  The fake server writes a connection's whole stream at
+ * once and half-closes, so the runtime reads replies, then EOF, instead of
+ * waiting for a timeout; short timeouts (lw_config) bound the rest.
  *
  * The runtime's lock tokens are random, so a "g<token> <fence>" message
  * naming a real waiter is out of reach; everything else is not.
