@@ -3,9 +3,11 @@
 #include "conn.h"
 
 #include <lockweave.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 
 #include "clock.h"
@@ -88,13 +90,46 @@ void lw__conn_fail(struct lw_conn *c, int rc, const char *what)
     lw__conn_drop(c);
 }
 
+int lw__conn_send(struct lw_conn *c, const char *p, size_t n)
+{
+    /* send(MSG_NOSIGNAL), not hiredis's write(): a server that hung up
+     * must cost an EPIPE, not the default SIGPIPE action — the death of the
+     * user's process — and a library must not change the process's signal
+     * dispositions to prevent it.  Bytes go straight from our buffer. */
+    while (n > 0) {
+        ssize_t k = send(c->ctx->fd, p, n, MSG_NOSIGNAL);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            c->ctx->err = REDIS_ERR_IO;
+            snprintf(c->ctx->errstr, sizeof c->ctx->errstr, "%s",
+                     k < 0 && errno == EAGAIN ? "send timed out"
+                     : k < 0                  ? strerror(errno)
+                                              : "connection closed");
+            return -1;
+        }
+        p += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
 /* One command on a context that is being set up; LW_OK or code. */
 static int setup_cmd(struct lw_conn *c, int code, int argc, const char **argv)
 {
-    redisReply *r = redisCommandArgv(c->ctx, argc, argv, NULL);
+    redisReply *r = NULL;
+    size_t lens[3];
     int rc = LW_OK;
     char what[200];
 
+    for (int i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
+    c->out.len = 0;
+    if (lw__resp_cmd(&c->out, argc, argv, lens) != 0 ||
+        lw__conn_send(c, c->out.p, c->out.len) != 0 ||
+        redisGetReply(c->ctx, (void **)&r) != REDIS_OK)
+        r = NULL;
+    c->out.len = 0;
     if (r == NULL) {
         snprintf(what, sizeof what, "%s failed: %s", argv[0], c->ctx->errstr);
         rc = LW_EREDIS;
@@ -249,10 +284,7 @@ static int read_asked(struct lw_conn *c, redisReply **out)
 /* Send what c->out holds, then read n replies into out; -1 on I/O error. */
 static int send_and_read(struct lw_conn *c, redisReply **out, int n)
 {
-    int rc =
-        redisAppendFormattedCommand(c->ctx, c->out.p, c->out.len) == REDIS_OK
-            ? 0
-            : -1;
+    int rc = lw__conn_send(c, c->out.p, c->out.len);
 
     c->out.len = 0;
     if (__builtin_expect(c->asking, 0)) {

@@ -43,6 +43,10 @@ int lw__conn_thread(struct lw_conn **out);
 /* Open c if it is closed or stale (config changed, fork). */
 int lw__conn_ensure(struct lw_conn *c);
 
+/* Write n bytes of ready RESP to c's socket (blocking, with its timeout),
+ * never raising SIGPIPE; 0, or -1 with c->ctx->errstr set. */
+int lw__conn_send(struct lw_conn *c, const char *p, size_t n);
+
 /* Close after an I/O or protocol error; the next use reconnects. */
 void lw__conn_drop(struct lw_conn *c);
 

@@ -170,7 +170,7 @@ static int send_one(struct round *rd, struct lw_conn *c, int eval)
     const char *argv[ARGV_MAX + 3];
     size_t lens[ARGV_MAX + 3];
     char nkeys[16];
-    int argc = 0, done = 0;
+    int argc = 0;
 
     if (cmd->argc > ARGV_MAX)
         return -1;
@@ -188,14 +188,9 @@ static int send_one(struct round *rd, struct lw_conn *c, int eval)
     memcpy(lens + argc, cmd->lens, (size_t)cmd->argc * sizeof *lens);
     argc += cmd->argc;
     rd->m->out.len = 0;
-    if (lw__resp_cmd(&rd->m->out, argc, argv, lens) != 0 ||
-        redisAppendFormattedCommand(c->ctx, rd->m->out.p, rd->m->out.len) !=
-            REDIS_OK)
+    if (lw__resp_cmd(&rd->m->out, argc, argv, lens) != 0)
         return -1;
-    while (!done)
-        if (redisBufferWrite(c->ctx, &done) != REDIS_OK)
-            return -1;
-    return 0;
+    return lw__conn_send(c, rd->m->out.p, rd->m->out.len);
 }
 
 /* Master i's connection broke.  One that was open before this round may

@@ -4,6 +4,7 @@
 
 #include <lockweave.h>
 #include <pthread.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -72,4 +73,16 @@ int lw_last_error(void)
 void lw_set_last_error(int code)
 {
     tls.last_error = code;
+}
+
+int lw__thread_spawn(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+    sigset_t all, old;
+    int rc;
+
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rc = pthread_create(t, NULL, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
 }

@@ -1,6 +1,7 @@
 #ifndef LW_THREAD_H
 #define LW_THREAD_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 struct lw_gimpl;
@@ -26,6 +27,11 @@ void lw__thread_set_conn(struct lw_conn *conn);
 
 /* Same for the table of cluster node connections (route.c). */
 void lw__thread_set_nodes(struct lw_nodeconns *nodes);
+
+/* pthread_create() with every signal blocked in the new thread: lockweave's
+ * own threads must not take the process's signals (SIGINT, SIGTERM) meant
+ * for the program's, nor die of a SIGPIPE from a server that hung up. */
+int lw__thread_spawn(pthread_t *t, void *(*fn)(void *), void *arg);
 
 /* A jitter value in [0, n). Not for tokens: those use getrandom(). */
 uint32_t lw__jitter(uint32_t n);

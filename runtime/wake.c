@@ -39,6 +39,7 @@
 #include "route.h"
 #include "slot.h"
 #include "slotmap.h"
+#include "thread.h"
 
 #define NBUCKETS  256
 #define LINGER_MS 1000 /* keep an idle subscription this long */
@@ -470,7 +471,7 @@ static int start_locked(void)
     if (wk.evfd < 0 && (wk.evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
         return 0;
     wk.stopping = 0;
-    if (pthread_create(&wk.thread, NULL, wake_main, NULL) != 0)
+    if (lw__thread_spawn(&wk.thread, wake_main, NULL) != 0)
         return 0;
     wk.started = 1;
     return 1;

@@ -28,6 +28,7 @@
 #include "scripts.h"
 #include "slot.h"
 #include "stats.h"
+#include "thread.h"
 
 #define BATCH_MAX      256
 #define BATCH_SLACK_MS 5 /* renew a little early to batch neighbours */
@@ -423,7 +424,7 @@ static int start_locked(void)
     pthread_cond_init(&wd.settled, &ca);
     pthread_condattr_destroy(&ca);
     wd.stopping = 0;
-    if (pthread_create(&wd.thread, NULL, watchdog_main, NULL) != 0)
+    if (lw__thread_spawn(&wd.thread, watchdog_main, NULL) != 0)
         return LW_ENOMEM;
     wd.started = 1;
     return LW_OK;
