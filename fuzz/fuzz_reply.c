@@ -15,14 +15,15 @@
  * decoding on the way, as in production.
  *
  * Input: two option bytes (see read_plan(): wait, lease, re-entry, body
- * time, and the topology — one server, three Redlock masters or a Redis
- * Cluster seed), then the byte streams of the connections in the order they
- * are opened (the guarded thread's first; then, as it happens, the other
- * masters', the cluster nodes', the wake-up subscriber's and the
- * watchdog's), separated by "|||"; "%PORT%" in them stands for the fake
- * server's TCP port.  The fake server writes a connection's whole stream at
- * once and half-closes, so the runtime reads replies, then EOF, instead of
- * waiting for a timeout; short timeouts (lw_config) bound the rest.
+ * time, whether the server hangs up after its replies, and the topology —
+ * one server, three Redlock masters or a Redis Cluster seed), then the byte
+ * streams of the connections in the order they are opened (the guarded thread's
+ * first; then, as it happens, the other masters', the cluster nodes', the
+ * wake-up subscriber's and the watchdog's), separated by "|||"; "%PORT%" in
+ * them stands for the fake server's TCP port.  The fake server writes a
+ * connection's whole stream at once and half-closes, so the runtime reads
+ * replies, then EOF, instead of waiting for a timeout; short timeouts
+ * (lw_config) bound the rest.
  *
  * The runtime's lock tokens are random, so a "g<token> <fence>" message
  * naming a real waiter is out of reach; everything else is not.
@@ -56,6 +57,7 @@ static struct {
     size_t seglen[MAXSEG];
     int nseg;
     int accepted;     /* connections of the current input so far */
+    int hang_up;      /* see struct conn_arg */
     int active;       /* handler threads still running */
     int listen_fd[2]; /* unix socket, TCP on 127.0.0.1 */
     int tcp_port;
@@ -65,6 +67,7 @@ static struct {
 
 struct conn_arg {
     int fd, index;
+    int hang_up; /* close at once instead of reading what the client sends */
     uint8_t *bytes;
     size_t len;
 };
@@ -97,13 +100,19 @@ static void *serve_conn(void *p)
             break;
         off += (size_t)n;
     }
-    /* EOF after the scripted replies; keep reading so the client's own
-     * writes never hit a closed socket. */
-    shutdown(c->fd, SHUT_WR);
-    for (ssize_t n; (n = read(c->fd, sink, sizeof sink)) > 0;)
+    /* EOF after the scripted replies.  Then either keep reading, so the
+     * client's writes succeed, or hang up: its next write finds a closed
+     * socket (EPIPE, and SIGPIPE unless the runtime prevents it). */
+    if (c->hang_up) {
+        close(c->fd);
+        c->fd = -1;
+    } else
+        shutdown(c->fd, SHUT_WR);
+    for (ssize_t n; c->fd >= 0 && (n = read(c->fd, sink, sizeof sink)) > 0;)
         if (verbose)
             show_sent(c->index, sink, n);
-    close(c->fd);
+    if (c->fd >= 0)
+        close(c->fd);
     free(c->bytes);
     free(c);
     pthread_mutex_lock(&fk.mu);
@@ -167,6 +176,7 @@ static void *accept_loop(void *arg)
         }
         c->fd = fd;
         c->index = k;
+        c->hang_up = fk.hang_up;
         if (pthread_create(&t, NULL, serve_conn, c) != 0)
             abort();
         pthread_detach(t);
@@ -193,7 +203,7 @@ static void remove_socket(void)
 struct plan {
     uint32_t expire_ms, wait_ms;
     int32_t max_renew;
-    int reenter, use_lock, body_us, wait_replicas, key, topology;
+    int reenter, use_lock, body_us, wait_replicas, key, topology, hang_up;
 };
 
 static struct plan read_plan(uint8_t b0, uint8_t b1)
@@ -212,8 +222,17 @@ static struct plan read_plan(uint8_t b0, uint8_t b1)
         .expire_ms = expires[b1 & 3],
         .max_renew = renews[(b1 >> 2) & 3],
         .topology = (b1 >> 4) & 3,
+        .hang_up = (b1 >> 6) & 1,
     };
     return p;
+}
+
+static void on_sigpipe(int sig)
+{
+    (void)sig;
+    static const char msg[] = "fuzz_reply: SIGPIPE reached the program\n";
+    (void)!write(2, msg, sizeof msg - 1);
+    abort();
 }
 
 /* The public API's documented contract, checked on every input: hostile
@@ -300,6 +319,7 @@ static void run_input(const struct plan *p, const uint8_t *d, size_t n)
     pthread_mutex_lock(&fk.mu);
     fk.nseg = 0;
     fk.accepted = 0;
+    fk.hang_up = p->hang_up;
     while (fk.nseg < MAXSEG) {
         const uint8_t *s = memmem(d, n, SEP, 3);
         size_t len = s ? (size_t)(s - d) : n;
@@ -329,9 +349,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     pthread_t t;
 
-    /* hiredis writes with write(): a server gone mid-command would raise
-     * SIGPIPE, which applications ignore or handle; so do we. */
-    signal(SIGPIPE, SIG_IGN);
+    /* The runtime must never raise SIGPIPE in the program (a server that
+     * hung up would kill it): make one a finding, input saved. */
+    signal(SIGPIPE, on_sigpipe);
     verbose = getenv("FUZZ_REPLY_VERBOSE") != NULL;
     lw_set_logger(log_line, NULL, verbose ? LW_LOG_DEBUG : LW_LOG_OFF);
     snprintf(fk.dir, sizeof fk.dir, "/tmp/lw-fuzz-reply-XXXXXX");
