@@ -390,6 +390,13 @@ static int has_error(redisReply **out, int n)
     for (int i = 0; i < n; i++)
         if (out[i]->type == REDIS_REPLY_ERROR) {
             lw__conn_log_error(out[i]);
+            /* Only the router follows redirections: a plain URL that points
+             * at a cluster node gets them as errors.  Say what to do. */
+            if (strncmp(out[i]->str, "MOVED ", 6) == 0 ||
+                strncmp(out[i]->str, "ASK ", 4) == 0)
+                lw__log(LW_LOG_ERROR,
+                        "the server is a Redis Cluster node: use "
+                        "LOCKWEAVE_REDIS_URL=redis+cluster://host:port");
             return 1;
         }
     return 0;

@@ -81,6 +81,46 @@ static void lock_and_release(const char *k, size_t klen)
     CHECK_MSG(rc == LW_OK, "leave \"%.*s\": %s", (int)klen, k, lw_strerror(rc));
 }
 
+static int hinted;
+
+static void capture(int level, const char *msg, void *ud)
+{
+    (void)ud;
+    if (level == LW_LOG_ERROR && strstr(msg, "redis+cluster://") != NULL)
+        hinted = 1;
+}
+
+/* A plain redis:// URL naming one node of the cluster: a key another node
+ * serves fails closed (LW_EREDIS, body not run), and the log says to use
+ * redis+cluster:// instead of only echoing the MOVED. */
+static void plain_url_to_a_node(void)
+{
+    lw_config cfg;
+    lw_lock_opts o;
+    lw_guard g;
+    char url[64], key[16], full[24];
+    int i = 0, rc;
+
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", cl.node[0].port);
+    lw_config_init(&cfg);
+    cfg.redis_url = url;
+    CHECK_EQ(lw_configure(&cfg), LW_OK);
+    /* A key whose lock ("lock:" + key) node 0 does not serve. */
+    do {
+        snprintf(key, sizeof key, "k%d", i++);
+        snprintf(full, sizeof full, "lock:%s", key);
+    } while (rh_cluster_master_of(&cl, lw__key_slot(full, strlen(full))) ==
+             &cl.node[0]);
+    memset(&o, 0, sizeof o);
+    o.expire_ms = 5000;
+    o.max_renew = -1;
+    lw_set_logger(capture, NULL, LW_LOG_WARN);
+    rc = lw_lock(&g, key, strlen(key), &o);
+    lw_set_logger(NULL, NULL, LW_LOG_WARN);
+    CHECK_MSG(rc == LW_EREDIS, "lock through one node: %s", lw_strerror(rc));
+    CHECK_MSG(hinted, "no log line pointed at redis+cluster://");
+}
+
 int main(void)
 {
     char buf[32];
@@ -105,6 +145,7 @@ int main(void)
     for (size_t i = 0; i < sizeof odd_keys / sizeof *odd_keys; i++)
         if (odd_keys[i][0] != '\0')
             lock_and_release(odd_keys[i], i == 15 ? 5 : strlen(odd_keys[i]));
+    plain_url_to_a_node();
     printf("cluster slots: layout of %zu odd and 2000 plain keys matches "
            "CLUSTER KEYSLOT; odd keys lock and release\n",
            sizeof odd_keys / sizeof *odd_keys);
