@@ -89,6 +89,9 @@ static int own(struct lw_thread *t, struct lw_gimpl *g)
     int rc;
 
     lw__fork_init();
+    /* An acquisition that must give the lock back (lw__acquire's own
+     * failures) releases it before the watchdog ever saw the lease. */
+    lw__lease_detach(&g->lease);
     rc = lw__acquire(g);
     if (rc != LW_OK)
         return rc;

@@ -73,11 +73,8 @@ int lw__wait_replicas(struct lw_gimpl *g, struct lw_conn *conn)
                 g->lease.cfg->wait_timeout_ms);
         rc = LW_EREPLICAS;
     }
-    /* Give it back (and wake the next waiter): the lease is not yet known to
-     * the watchdog, so there is nothing in flight to wait out. */
-    g->lease.heap_idx = -1;
-    g->lease.fifo = -1;
-    g->lease.inflight = 0;
+    /* Give it back (and wake the next waiter); the lease is not yet known to
+     * the watchdog (guard.c detached it before acquiring). */
     lw__release(g);
     return rc;
 }

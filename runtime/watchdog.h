@@ -8,6 +8,15 @@
  * Starts the watchdog thread on first use.  LW_OK or LW_ENOMEM. */
 int lw__watchdog_add(struct lw_lease *l);
 
+/* Mark l as known to no watchdog queue, so lw__watchdog_remove() (which
+ * every release starts with) finds nothing to take out.  Before acquiring. */
+static inline void lw__lease_detach(struct lw_lease *l)
+{
+    l->heap_idx = -1;
+    l->fifo = -1;
+    l->inflight = 0;
+}
+
 /* Stop renewing l; returns once no renewal of l is in flight, so a release
  * that follows can never race a PEXPIRE of the same key. */
 void lw__watchdog_remove(struct lw_lease *l);
