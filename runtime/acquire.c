@@ -406,7 +406,7 @@ int lw__acquire(struct lw_gimpl *g)
      * trip took, our clock never believes in more lease than Redis gave. */
     g->lease.valid_until_ms = a.sent_us / 1000 + a.valid_ms;
     /* Replica-safe acquire: it counts once the replicas have it. */
-    if (g->lease.cfg->wait_replicas > 0 && a.conn != NULL)
-        return lw__wait_replicas(g, a.conn);
+    if (g->lease.cfg->wait_replicas > 0)
+        return lw__wait_replicas(g, a.cluster ? NULL : a.conn);
     return LW_OK;
 }

@@ -12,10 +12,13 @@
 #include <lockweave.h>
 #include <stdio.h>
 
+#include "clock.h"
 #include "config.h"
 #include "conn.h"
 #include "keynames.h"
 #include "log.h"
+#include "route.h"
+#include "slot.h"
 
 /*
  * WAIT counts the replicas that have every write of *this connection* so
@@ -48,8 +51,15 @@ static int wait_ack(const struct lw_gimpl *g, struct lw_conn *conn,
     wait_lens[2] = (size_t)snprintf(t, sizeof t, "%d", cfg->wait_timeout_ms);
     cmds[0] = (struct lw_cmd){2, incr_argv, incr_lens};
     cmds[1] = (struct lw_cmd){3, wait_argv, wait_lens};
-    rc = lw__conn_pipeline(conn, cmds, 2, r, &replayed);
+    if (conn != NULL)
+        rc = lw__conn_pipeline(conn, cmds, 2, r, &replayed);
+    else /* cluster: WAIT counts the replicas of the key's master */
+        rc = lw__route_pipeline(
+            cfg, lw__key_slot(g->key, g->keylen), cmds, 2, r, &replayed,
+            lw__now_us() + (int64_t)cfg->command_timeout_ms * 1000);
     lw__names_free(&names);
+    if (rc == LW_ROUTE_ASKED) /* the slot is moving: cannot tell, give up */
+        return LW_EREDIS;
     if (rc != LW_OK)
         return rc;
     *acked = r[1]->type == REDIS_REPLY_INTEGER ? r[1]->integer : -1;

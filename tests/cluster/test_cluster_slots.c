@@ -121,6 +121,40 @@ static void plain_url_to_a_node(void)
     CHECK_MSG(hinted, "no log line pointed at redis+cluster://");
 }
 
+/* LOCKWEAVE_WAIT_REPLICAS in a cluster: WAIT runs on the key's master, which
+ * has one replica here.  1 is met; 2 cannot be: LW_EREPLICAS, body not run,
+ * and the lock is given back (no key left on its master). */
+static void wait_replicas(void)
+{
+    lw_config cfg;
+    lw_lock_opts o;
+    lw_guard g;
+    redisReply *r;
+    int rc;
+
+    memset(&o, 0, sizeof o);
+    o.expire_ms = 5000;
+    o.max_renew = -1;
+    lw_config_init(&cfg);
+    cfg.redis_url = cl.url;
+    cfg.wait_replicas = 1;
+    cfg.wait_timeout_ms = 2000;
+    CHECK_EQ(lw_configure(&cfg), LW_OK);
+    rc = lw_lock(&g, "wr", 2, &o);
+    CHECK_MSG(rc == LW_OK, "wait_replicas 1: %s", lw_strerror(rc));
+    CHECK_EQ(lw_guard_leave(&g), LW_OK);
+
+    cfg.wait_replicas = 2;
+    cfg.wait_timeout_ms = 200;
+    CHECK_EQ(lw_configure(&cfg), LW_OK);
+    rc = lw_lock(&g, "wr", 2, &o);
+    CHECK_MSG(rc == LW_EREPLICAS, "wait_replicas 2: %s", lw_strerror(rc));
+    r = rh_cmd(rh_cluster_master_of(&cl, lw__key_slot("lock:wr", 7)),
+               "EXISTS lock:wr");
+    CHECK(r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 0);
+    freeReplyObject(r);
+}
+
 int main(void)
 {
     char buf[32];
@@ -145,6 +179,7 @@ int main(void)
     for (size_t i = 0; i < sizeof odd_keys / sizeof *odd_keys; i++)
         if (odd_keys[i][0] != '\0')
             lock_and_release(odd_keys[i], i == 15 ? 5 : strlen(odd_keys[i]));
+    wait_replicas();
     plain_url_to_a_node();
     printf("cluster slots: layout of %zu odd and 2000 plain keys matches "
            "CLUSTER KEYSLOT; odd keys lock and release\n",
