@@ -57,6 +57,7 @@ struct attempt {
     int slot;            /* the key's slot, in cluster mode */
     int64_t deadline_us; /* the wait's end */
     char entry[LW_WAKE_ENTRY_MAX]; /* our queue entry's score, "" if none */
+    char tag[LW_WAKE_TAG_LEN + 1]; /* this process's wake-up tag, "" unread */
     char *alivebuf; /* NAME_INLINE bytes on lw__acquire's stack */
 };
 
@@ -202,7 +203,7 @@ static int enqueue(struct attempt *a, int join, int64_t *ttl_ms)
     const char *argv[] = {
         g->key,         a->names->queue, a->names->fence,  a->alive,
         g->lease.token, a->expire,       join ? "1" : "0", qttl,
-        ALIVE_MS};
+        ALIVE_MS,       a->tag};
     size_t lens[] = {g->keylen,
                      a->names->queuelen,
                      a->names->fencelen,
@@ -211,10 +212,13 @@ static int enqueue(struct attempt *a, int join, int64_t *ttl_ms)
                      strlen(a->expire),
                      1,
                      0,
-                     strlen(ALIVE_MS)};
+                     strlen(ALIVE_MS),
+                     LW_WAKE_TAG_LEN};
     redisReply *r;
     int replayed, rc;
 
+    if (a->tag[0] == '\0')
+        lw__wake_tag(a->tag);
     if (alive_init(a) != LW_OK)
         return LW_ENOMEM;
     argv[3] = a->alive;
@@ -224,7 +228,7 @@ static int enqueue(struct attempt *a, int join, int64_t *ttl_ms)
                                (unsigned long long)g->opts.wait_ms +
                                    g->opts.expire_ms + 1000);
     a->sent_us = lw__now_us();
-    rc = send_script(a, LW_SCRIPT_ENQUEUE, 4, 5, argv, lens, &r, &replayed);
+    rc = send_script(a, LW_SCRIPT_ENQUEUE, 4, 6, argv, lens, &r, &replayed);
     if (rc != LW_OK)
         return rc;
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
@@ -285,11 +289,22 @@ static int wait_for(struct attempt *a, int64_t ttl_ms, int64_t deadline_us,
     struct lw_waiter w = {.token = g->lease.token,
                           .toklen = (size_t)g->lease.toklen};
     int64_t backoff_us = BACKOFF_START_US;
-    char entry[LW_WAKE_ENTRY_MAX];
+    char entry[LW_WAKE_ENTRY_MAX], chanbuf[NAME_INLINE], *chan;
+    size_t chanlen = a->names->chanlen + 1 + LW_WAKE_TAG_LEN;
     uint64_t granted;
     int notified, rc;
 
-    notified = lw__wake_join(&w, a->names->chan, a->names->chanlen);
+    /* Our process's own channel of the key: a release wakes only the
+     * process its queue head belongs to. */
+    chan = chanlen <= sizeof chanbuf ? chanbuf : malloc(chanlen);
+    if (chan == NULL)
+        return LW_ENOMEM;
+    if (a->tag[0] == '\0')
+        lw__wake_tag(a->tag);
+    memcpy(chan, a->names->chan, a->names->chanlen);
+    chan[a->names->chanlen] = ':';
+    memcpy(chan + a->names->chanlen + 1, a->tag, LW_WAKE_TAG_LEN);
+    notified = lw__wake_join(&w, chan, chanlen);
     rc = enqueue(a, 1, &ttl_ms);
     *queued = rc == 0;
     while (rc == 0) {
@@ -311,6 +326,8 @@ static int wait_for(struct attempt *a, int64_t ttl_ms, int64_t deadline_us,
         rc = rc == 0 ? LW_ETIMEOUT : rc;
     }
     lw__wake_leave(&w);
+    if (chan != chanbuf)
+        free(chan);
     return rc;
 }
 

@@ -30,11 +30,13 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "config.h"
 #include "conn.h"
+#include "fork.h"
 #include "log.h"
 #include "route.h"
 #include "slot.h"
@@ -77,7 +79,33 @@ static struct {
     uint64_t map_version; /* slot map the subscriptions were placed by */
     int need_map;         /* a slot moved: learn the map again */
     int64_t next_sweep_ms;
+    char tag[LW_WAKE_TAG_LEN + 1]; /* lw__wake_tag() */
+    unsigned tag_gen;              /* lw__fork_gen it was drawn in */
 } wk = {.mu = PTHREAD_MUTEX_INITIALIZER, .evfd = -1};
+
+void lw__wake_tag(char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char r[LW_WAKE_TAG_LEN / 2];
+
+    pthread_mutex_lock(&wk.mu);
+    if (wk.tag[0] == '\0' || wk.tag_gen != lw__fork_gen) {
+        /* Only distinct, not secret: a short read falls back on the pid and
+         * the clock. */
+        if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+            uint64_t v = (uint64_t)getpid() << 32 ^ (uint64_t)lw__now_us();
+            memcpy(r, &v, sizeof r);
+        }
+        for (size_t i = 0; i < sizeof r; i++) {
+            wk.tag[2 * i] = hex[r[i] >> 4];
+            wk.tag[2 * i + 1] = hex[r[i] & 15];
+        }
+        wk.tag[LW_WAKE_TAG_LEN] = '\0';
+        wk.tag_gen = lw__fork_gen;
+    }
+    memcpy(out, wk.tag, sizeof wk.tag);
+    pthread_mutex_unlock(&wk.mu);
+}
 
 static unsigned bucket_of(const char *s, size_t n)
 {

@@ -24,6 +24,14 @@ struct lw_waiter {
     struct lw_wchan *entry;
 };
 
+#define LW_WAKE_TAG_LEN 16
+
+/* This process's wake-up tag (LW_WAKE_TAG_LEN hex characters and a NUL into
+ * out), drawn once per process: waiters queue under it and subscribe to
+ * "<channel>:<tag>", and a release publishes to its head's tag only, so one
+ * process wakes per hand-off, not every process waiting on the key. */
+void lw__wake_tag(char *out);
+
 /* Join chan's waiters as the holder of w->token (set by the caller); the
  * subscription is set up in the background.  Returns 1 when notifications
  * can be expected (subscriber healthy). */

@@ -12,6 +12,7 @@
 #include "keynames.h"
 #include "rh_cluster.h"
 #include "slot.h"
+#include "wake.h"
 
 static rh_cluster cl;
 
@@ -76,22 +77,27 @@ static void one_key(const char *key)
     pthread_t t;
     lw_guard g;
     long long released_us;
+    char chan[160], tag[LW_WAKE_TAG_LEN + 1];
+    size_t chanlen;
     int seen = 0;
 
     CHECK(owner != NULL);
     CHECK_EQ(lw__names_init(&n, full, (size_t)len), LW_OK);
+    /* Waiters subscribe to their process's own channel of the key. */
+    lw__wake_tag(tag);
+    chanlen = (size_t)snprintf(chan, sizeof chan, "%.*s:%s", (int)n.chanlen,
+                               n.chan, tag);
     CHECK_EQ(lw_lock(&g, key, strlen(key), &o), LW_OK);
     CHECK_EQ(pthread_create(&t, NULL, wait_for_lock, &w), 0);
     for (int i = 0; i < 500 && !seen; i++) {
-        seen = shard_subscribers(owner, n.chan, n.chanlen) == 1;
+        seen = shard_subscribers(owner, chan, chanlen) == 1;
         if (!seen)
             usleep(10000);
     }
-    CHECK_MSG(seen, "no SSUBSCRIBE to %.*s on the master of slot %d",
-              (int)n.chanlen, n.chan, slot);
+    CHECK_MSG(seen, "no SSUBSCRIBE to %s on the master of slot %d", chan, slot);
     for (int i = 0; i < cl.n; i++)
         if (&cl.node[i] != owner && cl.node[i].pid > 0)
-            CHECK_EQ(shard_subscribers(&cl.node[i], n.chan, n.chanlen), 0);
+            CHECK_EQ(shard_subscribers(&cl.node[i], chan, chanlen), 0);
     usleep(50000); /* let the waiter queue up behind us */
     released_us = now_us();
     CHECK_EQ(lw_guard_leave(&g), LW_OK);
