@@ -438,25 +438,6 @@ static int run(struct lw_conn *c, const struct request *req, redisReply **out,
     return LW_EREDIS;
 }
 
-int lw__conn_script(struct lw_conn *c, int id, int nkeys, int nargs,
-                    const char *const *argv, const size_t *lens,
-                    redisReply **out, int *replayed)
-{
-    struct request req = {.script = id,
-                          .nkeys = nkeys,
-                          .nargs = nargs,
-                          .argv = argv,
-                          .lens = lens};
-    return run(c, &req, out, replayed);
-}
-
-int lw__conn_pipeline(struct lw_conn *c, const struct lw_cmd *cmds, int n,
-                      redisReply **out, int *replayed)
-{
-    struct request req = {.script = -1, .cmds = cmds, .ncmds = n};
-    return run(c, &req, out, replayed);
-}
-
 int lw__conn_script_ex(struct lw_conn *c, int id, int nkeys, int nargs,
                        const char *const *argv, const size_t *lens, int flags,
                        redisReply **out, int *replayed)
@@ -476,4 +457,18 @@ int lw__conn_pipeline_ex(struct lw_conn *c, const struct lw_cmd *cmds, int n,
     struct request req = {
         .script = -1, .cmds = cmds, .ncmds = n, .flags = flags};
     return run(c, &req, out, replayed);
+}
+
+int lw__conn_script(struct lw_conn *c, int id, int nkeys, int nargs,
+                    const char *const *argv, const size_t *lens,
+                    redisReply **out, int *replayed)
+{
+    return lw__conn_script_ex(c, id, nkeys, nargs, argv, lens, 0, out,
+                              replayed);
+}
+
+int lw__conn_pipeline(struct lw_conn *c, const struct lw_cmd *cmds, int n,
+                      redisReply **out, int *replayed)
+{
+    return lw__conn_pipeline_ex(c, cmds, n, 0, out, replayed);
 }
