@@ -171,6 +171,22 @@ static enum CXChildVisitResult vis_visit(CXCursor c, CXCursor parent,
     return CXChildVisit_Continue;
 }
 
+/* The wrapper's skip_if test: before the lock (nothing to leave), and again
+ * under it (leave first).  note goes after "if (", leave before the return. */
+static void put_skip_if(lw_buf *wr, const lw_annot *a, const char *note,
+                        const char *leave, const char *retstmt)
+{
+    buf_printf(wr, "    if (%s", note);
+    put_user_expr(wr, a->src, a->skip_if_off, a->skip_if);
+    buf_printf(wr,
+               "    ) {\n"
+               "%s"
+               "        lw_set_last_error(LW_OK);\n"
+               "        %s\n"
+               "    }\n",
+               leave, retstmt);
+}
+
 static int build_func(walk *w, CXCursor def, lw_annot *a, const char *name,
                       size_t name_off, lw_func *out)
 {
@@ -329,31 +345,15 @@ static int build_func(walk *w, CXCursor def, lw_annot *a, const char *name,
                (!internal && inl) ? "" : "static ", a->expire_ms, a->wait_ms,
                (int)a->max_renew);
     buf_puts(&wr, "    lw_guard lw__g;\n");
-    if (a->skip_if) {
-        buf_puts(&wr, "    if (");
-        put_user_expr(&wr, a->src, a->skip_if_off, a->skip_if);
-        buf_printf(&wr,
-                   "    ) {\n"
-                   "        lw_set_last_error(LW_OK);\n"
-                   "        %s\n"
-                   "    }\n",
-                   retstmt.p);
-    }
+    if (a->skip_if)
+        put_skip_if(&wr, a, "", "", retstmt.p);
     buf_puts(&wr, "    lw_guard_init(&lw__g, &lw__o);\n");
     buf_put(&wr, keycode.p ? keycode.p : "", keycode.len);
     buf_printf(&wr, "    if (lw_guard_enter(&lw__g) != LW_OK)\n        %s\n",
                retstmt.p);
-    if (a->skip_if) {
-        buf_puts(&wr, "    if ( /* checked again under the lock */");
-        put_user_expr(&wr, a->src, a->skip_if_off, a->skip_if);
-        buf_printf(&wr,
-                   "    ) {\n"
-                   "        lw_guard_leave(&lw__g);\n"
-                   "        lw_set_last_error(LW_OK);\n"
-                   "        %s\n"
-                   "    }\n",
-                   retstmt.p);
-    }
+    if (a->skip_if)
+        put_skip_if(&wr, a, " /* checked again under the lock */",
+                    "        lw_guard_leave(&lw__g);\n", retstmt.p);
     if (is_void)
         buf_printf(&wr, "    %s(%s);\n    lw_guard_leave(&lw__g);\n}\n",
                    out->body_name, args.p ? args.p : "");
