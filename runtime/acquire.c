@@ -89,6 +89,20 @@ static int send_script(struct attempt *a, int id, int nkeys, int nargs,
 }
 
 /* Our alive key, "<alive prefix><token>"; LW_OK or LW_ENOMEM. */
+/* p then q, in inl (NAME_INLINE bytes) when they fit, else on the heap
+ * (the caller frees what is not inl); NULL when out of memory. */
+static char *concat(char *inl, const char *p, size_t plen, const char *q,
+                    size_t qlen)
+{
+    char *s = plen + qlen <= NAME_INLINE ? inl : malloc(plen + qlen);
+
+    if (s != NULL) {
+        memcpy(s, p, plen);
+        memcpy(s + plen, q, qlen);
+    }
+    return s;
+}
+
 static int alive_init(struct attempt *a)
 {
     const struct lw_gimpl *g = a->g;
@@ -96,13 +110,9 @@ static int alive_init(struct attempt *a)
     if (a->alive != NULL)
         return LW_OK;
     a->alivelen = a->names->alivelen + (size_t)g->lease.toklen;
-    a->alive = a->alivelen <= NAME_INLINE ? a->alivebuf : malloc(a->alivelen);
-    if (a->alive == NULL)
-        return LW_ENOMEM;
-    memcpy(a->alive, a->names->alive, a->names->alivelen);
-    memcpy(a->alive + a->names->alivelen, g->lease.token,
-           (size_t)g->lease.toklen);
-    return LW_OK;
+    a->alive = concat(a->alivebuf, a->names->alive, a->names->alivelen,
+                      g->lease.token, (size_t)g->lease.toklen);
+    return a->alive != NULL ? LW_OK : LW_ENOMEM;
 }
 
 static void attempt_init(struct attempt *a)
@@ -290,20 +300,20 @@ static int wait_for(struct attempt *a, int64_t ttl_ms, int64_t deadline_us,
                           .toklen = (size_t)g->lease.toklen};
     int64_t backoff_us = BACKOFF_START_US;
     char entry[LW_WAKE_ENTRY_MAX], chanbuf[NAME_INLINE], *chan;
+    char suffix[1 + LW_WAKE_TAG_LEN + 1] = ":";
     size_t chanlen = a->names->chanlen + 1 + LW_WAKE_TAG_LEN;
     uint64_t granted;
     int notified, rc;
 
     /* Our process's own channel of the key: a release wakes only the
      * process its queue head belongs to. */
-    chan = chanlen <= sizeof chanbuf ? chanbuf : malloc(chanlen);
-    if (chan == NULL)
-        return LW_ENOMEM;
     if (a->tag[0] == '\0')
         lw__wake_tag(a->tag);
-    memcpy(chan, a->names->chan, a->names->chanlen);
-    chan[a->names->chanlen] = ':';
-    memcpy(chan + a->names->chanlen + 1, a->tag, LW_WAKE_TAG_LEN);
+    memcpy(suffix + 1, a->tag, sizeof a->tag);
+    chan = concat(chanbuf, a->names->chan, a->names->chanlen, suffix,
+                  1 + LW_WAKE_TAG_LEN);
+    if (chan == NULL)
+        return LW_ENOMEM;
     notified = lw__wake_join(&w, chan, chanlen);
     rc = enqueue(a, 1, &ttl_ms);
     *queued = rc == 0;
