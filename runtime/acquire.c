@@ -1,12 +1,15 @@
 /*
  * Acquire: one round trip when the lock is free (SET NX PX plus the fence
- * INCR), then, while it is busy, sleep until a release wakes us, the
- * lock's TTL runs out, or the deadline comes — whichever is first.
+ * INCR), then, while it is busy, queue in Redis and block on our mailbox
+ * until a release hands us the lock or wakes us, the lock's TTL runs out, or
+ * the deadline comes — whichever is first.
  */
+#include <errno.h>
 #include <lockweave.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "clock.h"
 #include "config.h"
@@ -20,14 +23,14 @@
 #include "scripts.h"
 #include "stats.h"
 #include "thread.h"
-#include "wake.h"
 
 #define BACKOFF_START_US 1000
-#define BACKOFF_MAX_US   100000 /* no notifications: poll at most this */
-#define NOTIFIED_POLL_US 200000 /* notifications: a missed one costs this */
+#define BACKOFF_MAX_US   100000 /* no mailbox (BLPOP refused): poll this */
+#define MAILBOX_POLL_US  200000 /* blocked on the mailbox: poll this often */
+#define MAILBOX_MIN_US   1000   /* BLPOP counts milliseconds; 0 is forever */
 #define NAME_INLINE      256
 #define HOT_US           100000 /* a waited-for key stays "hot" this long */
-#define ALIVE_MS         "1000" /* > the longest poll: queued waiters stay alive */
+#define GRANT_ENTRY_MAX  32
 
 /*
  * One try is a pipeline of three plain commands, not a script: a script costs
@@ -51,14 +54,14 @@ struct attempt {
     int64_t sent_us;  /* when the last try left */
     int64_t valid_ms; /* lease granted by the successful try */
     const struct lw_names *names;
-    char *alive; /* our alive key while queued, built on first need */
+    char *alive; /* our alive key while queued, then ":g" (the mailbox's
+                    name), built on first need */
     size_t alivelen;
     int cluster;         /* Redis Cluster: requests go through the router */
     int slot;            /* the key's slot, in cluster mode */
     int64_t deadline_us; /* the wait's end */
-    char entry[LW_WAKE_ENTRY_MAX]; /* our queue entry's score, "" if none */
-    char tag[LW_WAKE_TAG_LEN + 1]; /* this process's wake-up tag, "" unread */
-    char *alivebuf; /* NAME_INLINE bytes on lw__acquire's stack */
+    char entry[GRANT_ENTRY_MAX]; /* our queue entry's score, "" if none */
+    char *alivebuf;              /* NAME_INLINE bytes on lw__acquire's stack */
 };
 
 /* Where a redirected or failed-over request may keep trying: to the wait's
@@ -88,21 +91,24 @@ static int send_script(struct attempt *a, int id, int nkeys, int nargs,
     return lw__conn_script(a->conn, id, nkeys, nargs, argv, lens, r, replayed);
 }
 
-/* Our alive key, "<alive prefix><token>"; LW_OK or LW_ENOMEM. */
-/* p then q, in inl (NAME_INLINE bytes) when they fit, else on the heap
- * (the caller frees what is not inl); NULL when out of memory. */
-static char *concat(char *inl, const char *p, size_t plen, const char *q,
-                    size_t qlen)
+/* p, q then ":g", in inl (NAME_INLINE bytes) when they fit, else on the
+ * heap (the caller frees what is not inl); NULL when out of memory. */
+static char *concat_box(char *inl, const char *p, size_t plen, const char *q,
+                        size_t qlen)
 {
-    char *s = plen + qlen <= NAME_INLINE ? inl : malloc(plen + qlen);
+    size_t n = plen + qlen + 2;
+    char *s = n <= NAME_INLINE ? inl : malloc(n);
 
     if (s != NULL) {
         memcpy(s, p, plen);
         memcpy(s + plen, q, qlen);
+        memcpy(s + plen + qlen, ":g", 2);
     }
     return s;
 }
 
+/* Our alive key, "<alive prefix><token>", and after it ":g", which makes it
+ * our mailbox's name; LW_OK or LW_ENOMEM. */
 static int alive_init(struct attempt *a)
 {
     const struct lw_gimpl *g = a->g;
@@ -110,8 +116,8 @@ static int alive_init(struct attempt *a)
     if (a->alive != NULL)
         return LW_OK;
     a->alivelen = a->names->alivelen + (size_t)g->lease.toklen;
-    a->alive = concat(a->alivebuf, a->names->alive, a->names->alivelen,
-                      g->lease.token, (size_t)g->lease.toklen);
+    a->alive = concat_box(a->alivebuf, a->names->alive, a->names->alivelen,
+                          g->lease.token, (size_t)g->lease.toklen);
     return a->alive != NULL ? LW_OK : LW_ENOMEM;
 }
 
@@ -184,13 +190,19 @@ static int try_once(struct attempt *a, int64_t *ttl_ms)
     return rc;
 }
 
-static int64_t next_sleep_us(int notified, int64_t *backoff_us, int64_t ttl_ms,
+/* How long to wait before the next poll: on the mailbox, a poll every
+ * MAILBOX_POLL_US only guards against a message lost with its connection; with
+ * none, back off.  Never past the holder's lease or the deadline, nor half a
+ * command timeout, which bounds a read on the connection BLPOP blocks. */
+static int64_t next_sleep_us(const struct attempt *a, int mailbox,
+                             int64_t *backoff_us, int64_t ttl_ms,
                              int64_t left_us)
 {
-    int64_t sleep_us;
+    int64_t sleep_us,
+        cap_us = (int64_t)a->g->lease.cfg->command_timeout_ms * 500;
 
-    if (notified) {
-        sleep_us = NOTIFIED_POLL_US;
+    if (mailbox) {
+        sleep_us = MAILBOX_POLL_US < cap_us ? MAILBOX_POLL_US : cap_us;
     } else {
         /* Full jitter: processes that lost together do not retry together. */
         sleep_us =
@@ -211,9 +223,9 @@ static int enqueue(struct attempt *a, int join, int64_t *ttl_ms)
     struct lw_gimpl *g = a->g;
     char qttl[24];
     const char *argv[] = {
-        g->key,         a->names->queue, a->names->fence,  a->alive,
-        g->lease.token, a->expire,       join ? "1" : "0", qttl,
-        ALIVE_MS,       a->tag};
+        g->key,           a->names->queue, a->names->fence,  a->alive,
+        g->lease.token,   a->expire,       join ? "1" : "0", qttl,
+        LW_WAITER_KEYS_MS};
     size_t lens[] = {g->keylen,
                      a->names->queuelen,
                      a->names->fencelen,
@@ -222,13 +234,10 @@ static int enqueue(struct attempt *a, int join, int64_t *ttl_ms)
                      strlen(a->expire),
                      1,
                      0,
-                     strlen(ALIVE_MS),
-                     LW_WAKE_TAG_LEN};
+                     sizeof LW_WAITER_KEYS_MS - 1};
     redisReply *r;
     int replayed, rc;
 
-    if (a->tag[0] == '\0')
-        lw__wake_tag(a->tag);
     if (alive_init(a) != LW_OK)
         return LW_ENOMEM;
     argv[3] = a->alive;
@@ -238,7 +247,7 @@ static int enqueue(struct attempt *a, int join, int64_t *ttl_ms)
                                (unsigned long long)g->opts.wait_ms +
                                    g->opts.expire_ms + 1000);
     a->sent_us = lw__now_us();
-    rc = send_script(a, LW_SCRIPT_ENQUEUE, 4, 6, argv, lens, &r, &replayed);
+    rc = send_script(a, LW_SCRIPT_ENQUEUE, 4, 5, argv, lens, &r, &replayed);
     if (rc != LW_OK)
         return rc;
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
@@ -266,9 +275,10 @@ static int enqueue(struct attempt *a, int join, int64_t *ttl_ms)
 }
 
 /*
- * May a hand-off message ("g<token> <fence> <entry>") be taken as it is, with
- * no round trip?  It came on the subscriber's connection, maybe late: the
- * lease it granted may have run out and the lock moved on since.  It is
+ * May a hand-off message ("g<fence> <entry>") be taken as it is, with no
+ * round trip?  It may be late (sat in the mailbox while we were stopped, or
+ * slow on the wire): the lease it granted may have run out and the lock moved
+ * on since.  It is
  * current when it names the queue entry our last poll reported: an entry is
  * removed when it is handed the lock, so had a poll run after this hand-off,
  * it would have found the lock ours (and we would not be waiting) or, the
@@ -287,46 +297,98 @@ static int fresh_grant(const struct attempt *a, const char *entry)
            lw__now_us() < a->sent_us + half_us;
 }
 
+/* "g<fence> <entry>", a hand-off: 1 with *fence and entry (GRANT_ENTRY_MAX
+ * bytes, NUL-terminated) set; anything else ("w", to compete) 0. */
+static int parse_grant(const char *m, size_t n, uint64_t *fence, char *entry)
+{
+    char buf[24 + GRANT_ENTRY_MAX], *end;
+    const char *sp;
+
+    if (n < 4 || n >= sizeof buf || m[0] != 'g')
+        return 0;
+    memcpy(buf, m, n);
+    buf[n] = '\0';
+    *fence = strtoull(buf + 1, &end, 10);
+    sp = strchr(buf, ' ');
+    if (*fence == 0 || end != sp || strlen(sp + 1) >= GRANT_ENTRY_MAX)
+        return 0;
+    strcpy(entry, sp + 1);
+    return 1;
+}
+
 /*
- * The busy case: queue up in Redis and sleep until a release wakes us (to
- * compete) or hands us the lock, the holder's TTL runs out, a poll is due,
- * or the deadline comes.  Each poll refreshes our place and alive key.
+ * Block on our mailbox (BLPOP on this thread's own connection, so the reply
+ * wakes this thread directly) for up to timeout_us.  1: a hand-off, *fence
+ * and entry set; 0: woken to compete, or timed out; < 0: the mailbox cannot
+ * be used now (BLPOP refused by an ACL, connection lost), and the caller
+ * sleeps instead.
  */
-static int wait_for(struct attempt *a, int64_t ttl_ms, int64_t deadline_us,
-                    int *queued)
+static int await_mail(struct attempt *a, int64_t timeout_us, uint64_t *fence,
+                      char *entry)
+{
+    char secs[32];
+    const char *argv[] = {"BLPOP", a->alive, secs};
+    size_t lens[] = {5, a->alivelen + 2, 0};
+    struct lw_cmd cmd = {3, argv, lens};
+    redisReply *r;
+    int replayed, rc;
+
+    if (timeout_us < MAILBOX_MIN_US)
+        timeout_us = MAILBOX_MIN_US;
+    lens[2] = (size_t)snprintf(secs, sizeof secs, "%lld.%03lld",
+                               (long long)(timeout_us / 1000000),
+                               (long long)(timeout_us / 1000 % 1000));
+    rc = a->cluster ? lw__route_pipeline(a->g->lease.cfg, a->slot, &cmd, 1, &r,
+                                         &replayed, route_deadline(a))
+                    : lw__conn_pipeline(a->conn, &cmd, 1, &r, &replayed);
+    if (rc != LW_OK)
+        return rc < 0 ? rc : LW_EREDIS; /* ASK: the slot is moving, poll */
+    rc = 0;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[1]->type == REDIS_REPLY_STRING)
+        rc = parse_grant(r->element[1]->str, r->element[1]->len, fence, entry);
+    else if (r->type != REDIS_REPLY_NIL)
+        rc = LW_EREDIS;
+    freeReplyObject(r);
+    return rc;
+}
+
+static void pause_us(int64_t us)
+{
+    struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/*
+ * The busy case: queue up in Redis and block on our mailbox until a release
+ * hands us the lock or wakes us (to compete), the holder's TTL runs out, a
+ * poll is due, or the deadline comes.  Each poll refreshes our place and
+ * alive key.
+ */
+static int wait_for(struct attempt *a, int64_t ttl_ms, int *queued)
 {
     struct lw_gimpl *g = a->g;
-    struct lw_waiter w = {.token = g->lease.token,
-                          .toklen = (size_t)g->lease.toklen};
     int64_t backoff_us = BACKOFF_START_US;
-    char entry[LW_WAKE_ENTRY_MAX], chanbuf[NAME_INLINE], *chan;
-    char suffix[1 + LW_WAKE_TAG_LEN + 1] = ":";
-    size_t chanlen = a->names->chanlen + 1 + LW_WAKE_TAG_LEN;
-    uint64_t granted;
-    int notified, rc;
+    char entry[GRANT_ENTRY_MAX];
+    uint64_t fence;
+    int mailbox = 1, rc;
 
-    /* Our process's own channel of the key: a release wakes only the
-     * process its queue head belongs to. */
-    if (a->tag[0] == '\0')
-        lw__wake_tag(a->tag);
-    memcpy(suffix + 1, a->tag, sizeof a->tag);
-    chan = concat(chanbuf, a->names->chan, a->names->chanlen, suffix,
-                  1 + LW_WAKE_TAG_LEN);
-    if (chan == NULL)
-        return LW_ENOMEM;
-    notified = lw__wake_join(&w, chan, chanlen);
     rc = enqueue(a, 1, &ttl_ms);
     *queued = rc == 0;
     while (rc == 0) {
-        int64_t left_us = deadline_us - lw__now_us();
+        int64_t left_us = a->deadline_us - lw__now_us();
         if (left_us <= 0)
             break;
-        granted = lw__wake_wait(
-            &w, next_sleep_us(notified, &backoff_us, ttl_ms, left_us), entry);
-        if (granted != 0 && fresh_grant(a, entry)) {
-            g->fence = granted;
+        left_us = next_sleep_us(a, mailbox, &backoff_us, ttl_ms, left_us);
+        if (!mailbox) {
+            pause_us(left_us);
+        } else if ((rc = await_mail(a, left_us, &fence, entry)) < 0) {
+            mailbox = 0; /* for the rest of this wait: poll */
+        } else if (rc == 1 && fresh_grant(a, entry)) {
+            g->fence = fence;
             a->valid_ms = g->opts.expire_ms;
-            rc = 1;
             break;
         }
         rc = enqueue(a, 1, &ttl_ms);
@@ -335,9 +397,6 @@ static int wait_for(struct attempt *a, int64_t ttl_ms, int64_t deadline_us,
         rc = enqueue(a, 0, &ttl_ms);
         rc = rc == 0 ? LW_ETIMEOUT : rc;
     }
-    lw__wake_leave(&w);
-    if (chan != chanbuf)
-        free(chan);
     return rc;
 }
 
@@ -414,9 +473,7 @@ int lw__acquire(struct lw_gimpl *g)
         hot_key(g, start_us) && g->opts.wait_ms > 0 ? 0 : try_once(&a, &ttl_ms);
     if (rc == 0) {
         LW_STAT_ADD(contended, 1);
-        rc = g->opts.wait_ms == 0
-                 ? LW_ETIMEOUT
-                 : wait_for(&a, ttl_ms, a.deadline_us, &queued);
+        rc = g->opts.wait_ms == 0 ? LW_ETIMEOUT : wait_for(&a, ttl_ms, &queued);
         lw__stat_wait((uint64_t)(lw__now_us() - start_us));
         /* Hot while we keep having to queue; cold as soon as it is free. */
         hot.until_us = queued ? lw__now_us() + HOT_US : 0;

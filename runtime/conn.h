@@ -10,7 +10,7 @@
 /*
  * One Redis connection, used by one thread at a time.  Every guarded thread
  * has its own (lw__conn_thread()), so no hiredis context is ever shared
- * mid-command; the watchdog and the wake-up subscriber own theirs.
+ * mid-command; the watchdog owns its own.
  */
 struct lw_conn {
     redisContext *ctx;

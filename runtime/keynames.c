@@ -1,12 +1,12 @@
 /*
  * Names of a lock's companion keys, laid out so that every key one script
  * touches hashes to the lock key's Redis Cluster slot (a script whose keys
- * span slots fails with CROSSSLOT, and a shard channel lives on its slot's
- * node).  Every name is "{T}R<suffix>", T being what decides K's slot:
- *   K has a hash tag ("lock:stock:{42}")  ->  "{42}lock:stock:{42}:fence"
- *   K has none and no '}' ("lock:a{b")    ->  "{lock:a{b}:fence"
- *   K has none but holds a '}' ("lock:{}", "lock:a}b"): "{K}" would end the
- *   tag early, so T is a short hex string picked to hash to K's slot:
+ * span slots fails with CROSSSLOT).  Every name is "{T}R<suffix>", T being what
+ * decides K's slot: K has a hash tag ("lock:stock:{42}")  ->
+ * "{42}lock:stock:{42}:fence" K has none and no '}' ("lock:a{b")    ->
+ * "{lock:a{b}:fence" K has none but holds a '}' ("lock:{}", "lock:a}b"): "{K}"
+ * would end the tag early, so T is a short hex string picked to hash to K's
+ * slot:
  *                                         ->  "{<hex>}lock:a}b:fence"
  * Starting with '{', a companion can never be a lock key (those start with
  * the prefix, "lock:"), so locking "t{1}:fence" never touches the fence of
@@ -21,9 +21,9 @@
 
 #include "slot.h"
 
-static const char *const suffixes[] = {":fence", ":wake", ":q", ":w:"};
-static const size_t suffix_lens[] = {6, 5, 2, 3};
-#define SUFFIXES_LEN (6 + 5 + 2 + 3)
+static const char *const suffixes[] = {":fence", ":q", ":w:"};
+static const size_t suffix_lens[] = {6, 2, 3};
+#define SUFFIXES_LEN (6 + 2 + 3)
 
 /* For each slot, 1 + the smallest n whose "%x" hashes to it (0: not yet
  * looked for).  Racing threads compute the same value, so relaxed atomics
@@ -50,8 +50,8 @@ static size_t slot_tag(int slot, char *buf, size_t cap)
 
 int lw__names_init(struct lw_names *n, const char *key, size_t len)
 {
-    const char **out[] = {&n->fence, &n->chan, &n->queue, &n->alive};
-    size_t *outlen[] = {&n->fencelen, &n->chanlen, &n->queuelen, &n->alivelen};
+    const char **out[] = {&n->fence, &n->queue, &n->alive};
+    size_t *outlen[] = {&n->fencelen, &n->queuelen, &n->alivelen};
     size_t start, taglen, restlen = len, need, base;
     const char *tag, *rest = key;
     char hex[16], *p, *head;
@@ -67,7 +67,7 @@ int lw__names_init(struct lw_names *n, const char *key, size_t len)
         tag = hex;
     }
     base = taglen + 2 + restlen;
-    need = 4 * base + SUFFIXES_LEN;
+    need = 3 * base + SUFFIXES_LEN;
     n->heap = need > sizeof n->buf ? malloc(need) : NULL;
     if (need > sizeof n->buf && n->heap == NULL)
         return LW_ENOMEM;
@@ -78,7 +78,7 @@ int lw__names_init(struct lw_names *n, const char *key, size_t len)
     p[1 + taglen] = '}';
     if (restlen != 0)
         memcpy(p + 2 + taglen, rest, restlen);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 3; i++) {
         if (i > 0)
             memcpy(p, head, base);
         memcpy(p + base, suffixes[i], suffix_lens[i]);

@@ -5,16 +5,22 @@
 
 #define LW_NAMES_INLINE 640
 
+/* How long a queued waiter's alive key and its mailbox live unless renewed:
+ * well beyond the longest a waiter blocks between polls (200 ms), so a live
+ * waiter keeps its place and its messages. */
+#define LW_WAITER_KEYS_MS "1000"
+
 /*
- * The Redis names that go with one lock key K: its fence counter, wake-up
- * channel, waiter queue, and the prefix of its waiters' alive keys.  All sit
+ * The Redis names that go with one lock key K: its fence counter, waiter
+ * queue, and the prefix of its waiters' alive keys (and, after a waiter's
+ * alive key, ":g" names its mailbox, ":rel" a release's receipt).  All sit
  * in K's Redis Cluster slot (layout in keynames.c), so one script may touch
  * them all, and none can be the lock key of another user key.
  * Not NUL-terminated: use the lengths.
  */
 struct lw_names {
-    const char *fence, *chan, *queue, *alive;
-    size_t fencelen, chanlen, queuelen, alivelen;
+    const char *fence, *queue, *alive;
+    size_t fencelen, queuelen, alivelen;
     char *heap; /* set when the inline buffer was too small */
     char buf[LW_NAMES_INLINE];
 };

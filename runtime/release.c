@@ -38,12 +38,17 @@ int lw__release_script(struct lw_gimpl *g, const struct lw_names *n,
 {
     const struct lw_settings *s = g->lease.cfg;
     char handoff[16], receipt[16];
-    const char *argv[] = {g->key,  n->queue, n->fence, g->lease.token, n->chan,
-                          handoff, n->alive, receipt,  "spublish"};
-    size_t lens[] = {
-        g->keylen,  n->queuelen, n->fencelen, (size_t)g->lease.toklen,
-        n->chanlen, 0,           n->alivelen, 0,
-        8};
+    const char *argv[] = {
+        g->key,  n->queue, n->fence, g->lease.token, LW_WAITER_KEYS_MS,
+        handoff, n->alive, receipt};
+    size_t lens[] = {g->keylen,
+                     n->queuelen,
+                     n->fencelen,
+                     (size_t)g->lease.toklen,
+                     sizeof LW_WAITER_KEYS_MS - 1,
+                     0,
+                     n->alivelen,
+                     0};
     struct lw_conn *conn;
     int rc;
 
@@ -60,7 +65,7 @@ int lw__release_script(struct lw_gimpl *g, const struct lw_names *n,
                                              argv, lens, r, replayed);
     }
     return lw__route_script(s, lw__key_slot(g->key, g->keylen),
-                            LW_SCRIPT_RELEASE, 3, 6, argv, lens, r, replayed,
+                            LW_SCRIPT_RELEASE, 3, 5, argv, lens, r, replayed,
                             deadline_us);
 }
 

@@ -150,12 +150,6 @@ int lw__route_refresh(const struct lw_settings *s)
     return learn(s);
 }
 
-uint64_t lw__route_map_version(void)
-{
-    const struct lw_slotmap *m = lw__slotmap_current();
-    return m ? m->version : 0;
-}
-
 /* The current map for s, learnt first if there is none for it. */
 static const struct lw_slotmap *map_for(const struct lw_settings *s)
 {

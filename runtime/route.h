@@ -42,10 +42,6 @@ int lw__route_script(const struct lw_settings *s, int slot, int id, int nkeys,
  * the current map is newer than when called. */
 int lw__route_refresh(const struct lw_settings *s);
 
-/* The version of the current map, 0 if none: a changed version tells the
- * wake-up subscriber to check where its channels live. */
-uint64_t lw__route_map_version(void);
-
 /* Close this thread's node connections (lw_shutdown), or free them all
  * (thread exit; p is the thread's table). */
 void lw__route_thread_drop(void);

@@ -25,22 +25,25 @@ static const char renew_lua[] =
 
 /*
  * Waiting is fair by default: waiters queue in Redis, ordered by the server's
- * clock, in the sorted set KEYS[2] (members "token|lease-ms|process tag",
- * scored by the server's TIME in microseconds when they joined), and each
- * keeps an "alive" key ({K}:w:token) refreshed on every poll, so a waiter
- * that died is skipped instead of handed a lock it will never release.
+ * clock, in the sorted set KEYS[2] (members "token|lease-ms", scored by the
+ * server's TIME in microseconds when they joined), and each keeps an "alive"
+ * key (<alive prefix><token>) refreshed on every poll, so a waiter that died
+ * is skipped instead of handed a lock it will never release.  A release tells
+ * the head of the queue through its mailbox, the list "<alive key>:g", which
+ * the waiter blocks on with BLPOP on its own connection: the reply wakes the
+ * waiting thread itself, and a message sent while the waiter was busy polling
+ * is still there when it blocks again (pub/sub would have dropped it).
  */
 
 /* Acquire-or-queue, for threads that found the lock busy.
  * KEYS: lock, queue, fence, alive key.  ARGV: token, lease ms, join (1: queue
- * up / refresh, 0: leave the queue), queue ttl ms, alive ms, the waiting
- * process's wake-up tag (lw__wake_tag()).
+ * up / refresh, 0: leave the queue), queue ttl ms, alive ms.
  * Returns {fence, lease left ms} when the lock is ours — free now, or handed
  * to us by a release (our token already in place) — else {-1 - its TTL, our
  * entry's score ('' when not queued)}: a hand-off names the entry it was
  * made to, so the waiter can tell a current one from a late message. */
 static const char enqueue_lua[] =
-    "local member = ARGV[1] .. '|' .. ARGV[2] .. '|' .. ARGV[6]\n"
+    "local member = ARGV[1] .. '|' .. ARGV[2]\n"
     "local v = redis.call('get', KEYS[1])\n"
     "if v == ARGV[1] or (not v and redis.call('set', KEYS[1], ARGV[1], "
     "'PX', ARGV[2])) then\n"
@@ -65,23 +68,21 @@ static const char enqueue_lua[] =
     "return {-1 - ttl, redis.call('zscore', KEYS[2], member) or ''}\n";
 
 /*
- * Release.  KEYS: lock, queue, fence.  ARGV: token, wake-up channel,
- * hand-off age ms, alive-key prefix, receipt ms [, 'spublish' in a cluster:
- * sharded pub/sub delivers on the channel's slot's node only].  1 released,
- * 2 released by an earlier run of this same release (see below), 0 already
- * expired, -1 held by another owner.
- * With waiters queued, the oldest live one is told: if it has waited at least
- * the hand-off age, the lock is handed to it right here (set to its token,
- * fence minted, "g<token> <fence> <entry score>" published, the score naming
- * the queue entry it was made to) so nobody can barge past it; otherwise
- * "w<token>" wakes it to compete.  Both go to "<channel>:<tag>", the head's
- * process's own channel: one process wakes, not every one waiting.  Barging
- * while the queue is young keeps throughput; the hand-off bounds every waiter's
- * wait. A hand-off leaves a receipt, "<alive prefix><our token>:rel", for
- * receipt ms: a release sent again after its reply was lost (connection killed)
- * then finds the waiter's token in the key, and the receipt tells it that
- * this was its own doing, not a lost lease.
- * The alive key and the receipt are not declared (their names depend on
+ * Release.  KEYS: lock, queue, fence.  ARGV: token, mailbox ms, hand-off age
+ * ms, alive-key prefix, receipt ms.  1 released, 2 released by an earlier run
+ * of this same release (see below), 0 already expired, -1 held by another
+ * owner.
+ * With waiters queued, the oldest live one is told, in its mailbox (kept for
+ * mailbox ms): if it has waited at least the hand-off age, the lock is handed
+ * to it right here (set to its token, fence minted, "g<fence> <entry score>"
+ * sent, the score naming the queue entry it was made to) so nobody can barge
+ * past it; otherwise "w" wakes it to compete.  Barging while the queue is
+ * young keeps throughput; the hand-off bounds every waiter's wait.
+ * A hand-off leaves a receipt, "<alive prefix><our token>:rel", for receipt
+ * ms: a release sent again after its reply was lost (connection killed) then
+ * finds the waiter's token in the key, and the receipt tells it that this was
+ * its own doing, not a lost lease.
+ * The alive key, mailbox and receipt are not declared (their names depend on
  * the queue's head and our token), so while the slot is being migrated and
  * such a key already moved, Redis refuses it here: pcall catches that, after
  * our DEL, and the waiter is only woken, never handed a lock it may not be
@@ -96,6 +97,11 @@ static const char release_lua[] =
     "  return 0\n"
     "end\n"
     "redis.call('del', KEYS[1])\n"
+    "local function tell(tok, msg)\n"
+    "  local box = ARGV[4] .. tok .. ':g'\n"
+    "  redis.pcall('rpush', box, msg)\n"
+    "  redis.pcall('pexpire', box, ARGV[2])\n"
+    "end\n"
     "local now\n"
     "while true do\n"
     "  local head = redis.call('zrange', KEYS[2], 0, 0, 'WITHSCORES')\n"
@@ -106,25 +112,22 @@ static const char release_lua[] =
     "  end\n"
     "  local sep = string.find(head[1], '|', 1, true)\n"
     "  local tok = string.sub(head[1], 1, sep - 1)\n"
-    "  local sep2 = string.find(head[1], '|', sep + 1, true) or #head[1] + 1\n"
-    "  local lease = string.sub(head[1], sep + 1, sep2 - 1)\n"
-    "  local chan = ARGV[2] .. ':' .. string.sub(head[1], sep2 + 1)\n"
+    "  local lease = string.sub(head[1], sep + 1)\n"
     "  local alive = redis.pcall('exists', ARGV[4] .. tok)\n"
     "  if alive == 0 then\n"
     "    redis.call('zrem', KEYS[2], head[1])\n"
     "  elseif type(alive) ~= 'number' then\n"
-    "    redis.call(ARGV[6] or 'publish', chan, 'w' .. tok)\n"
+    "    tell(tok, 'w')\n"
     "    return 1\n"
     "  elseif now - tonumber(head[2]) >= tonumber(ARGV[3]) * 1000 then\n"
     "    redis.call('zrem', KEYS[2], head[1])\n"
     "    redis.call('set', KEYS[1], tok, 'PX', lease)\n"
     "    local f = redis.call('incr', KEYS[3])\n"
     "    redis.pcall('set', receipt, '1', 'PX', ARGV[5])\n"
-    "    redis.call(ARGV[6] or 'publish', chan,\n"
-    "               'g' .. tok .. ' ' .. f .. ' ' .. head[2])\n"
+    "    tell(tok, 'g' .. f .. ' ' .. head[2])\n"
     "    return 1\n"
     "  else\n"
-    "    redis.call(ARGV[6] or 'publish', chan, 'w' .. tok)\n"
+    "    tell(tok, 'w')\n"
     "    return 1\n"
     "  end\n"
     "end\n";

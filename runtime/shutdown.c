@@ -5,7 +5,6 @@
 #include "redlock_io.h"
 #include "route.h"
 #include "thread.h"
-#include "wake.h"
 #include "watchdog.h"
 
 void lw_shutdown(void)
@@ -13,7 +12,6 @@ void lw_shutdown(void)
     struct lw_thread *t = lw__thread();
 
     lw__watchdog_stop();
-    lw__wake_stop();
     if (t->conn != NULL) {
         lw__conn_drop(t->conn);
     }

@@ -57,10 +57,11 @@ static void check_layout(const char *k, size_t klen)
     CHECK_EQ(lw__names_init(&n, key, len), LW_OK);
     check_slot(n.fence, n.fencelen, slot);
     check_slot(n.queue, n.queuelen, slot);
-    check_slot(n.chan, n.chanlen, slot);
     memcpy(alive, n.alive, n.alivelen);
     memcpy(alive + n.alivelen, "0123456789abcdef0123456789abcdef:1f", 35);
     check_slot(alive, n.alivelen + 35, slot);
+    memcpy(alive + n.alivelen + 35, ":g", 2); /* its mailbox */
+    check_slot(alive, n.alivelen + 37, slot);
     lw__names_free(&n);
 }
 

@@ -1,18 +1,17 @@
-/* Wake-ups over sharded pub/sub: a waiter for a busy lock is subscribed
- * (SSUBSCRIBE) on the master serving its lock's slot, and only there; the
+/* Wake-ups in a cluster: a waiter for a busy lock blocks (BLPOP on its
+ * mailbox) on the master serving its lock's slot, and only there; the
  * holder's release reaches it there.  One key on each master. */
 #include <lockweave.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "check.h"
-#include "keynames.h"
 #include "rh_cluster.h"
 #include "slot.h"
-#include "wake.h"
 
 static rh_cluster cl;
 
@@ -52,15 +51,15 @@ static void *wait_for_lock(void *arg)
     return NULL;
 }
 
-static long long shard_subscribers(rh_server *s, const char *chan, size_t len)
+/* Clients blocked on s (INFO clients), -1 if unknown. */
+static long long blocked_clients(rh_server *s)
 {
-    const char *argv[] = {"PUBSUB", "SHARDNUMSUB", chan};
-    size_t lens[] = {6, 11, len};
-    redisReply *r = rh_cmd_argv(s, 3, argv, lens);
-    long long n = -1;
+    redisReply *r = rh_cmd(s, "INFO clients");
+    const char *p = r && r->type == REDIS_REPLY_STRING
+                        ? strstr(r->str, "blocked_clients:")
+                        : NULL;
+    long long n = p ? atoll(p + strlen("blocked_clients:")) : -1;
 
-    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
-        n = r->element[1]->integer;
     freeReplyObject(r);
     return n;
 }
@@ -72,32 +71,24 @@ static void one_key(const char *key)
     int slot = lw__key_slot(full, (size_t)len);
     rh_server *owner = rh_cluster_master_of(&cl, slot);
     lw_lock_opts o = opts(10000, 0);
-    struct lw_names n;
     struct waiter w = {.key = key};
     pthread_t t;
     lw_guard g;
     long long released_us;
-    char chan[160], tag[LW_WAKE_TAG_LEN + 1];
-    size_t chanlen;
     int seen = 0;
 
     CHECK(owner != NULL);
-    CHECK_EQ(lw__names_init(&n, full, (size_t)len), LW_OK);
-    /* Waiters subscribe to their process's own channel of the key. */
-    lw__wake_tag(tag);
-    chanlen = (size_t)snprintf(chan, sizeof chan, "%.*s:%s", (int)n.chanlen,
-                               n.chan, tag);
     CHECK_EQ(lw_lock(&g, key, strlen(key), &o), LW_OK);
     CHECK_EQ(pthread_create(&t, NULL, wait_for_lock, &w), 0);
     for (int i = 0; i < 500 && !seen; i++) {
-        seen = shard_subscribers(owner, chan, chanlen) == 1;
+        seen = blocked_clients(owner) == 1;
         if (!seen)
             usleep(10000);
     }
-    CHECK_MSG(seen, "no SSUBSCRIBE to %s on the master of slot %d", chan, slot);
+    CHECK_MSG(seen, "no waiter blocked on the master of slot %d", slot);
     for (int i = 0; i < cl.n; i++)
         if (&cl.node[i] != owner && cl.node[i].pid > 0)
-            CHECK_EQ(shard_subscribers(&cl.node[i], chan, chanlen), 0);
+            CHECK_EQ(blocked_clients(&cl.node[i]), 0);
     usleep(50000); /* let the waiter queue up behind us */
     released_us = now_us();
     CHECK_EQ(lw_guard_leave(&g), LW_OK);
@@ -106,7 +97,6 @@ static void one_key(const char *key)
     printf("%-10s slot %5d on :%d: waiter had the lock %lld us after the "
            "release\n",
            key, slot, owner->port, w.got_us - released_us);
-    lw__names_free(&n);
 }
 
 int main(void)

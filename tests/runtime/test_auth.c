@@ -98,8 +98,7 @@ static void select_db(void)
 
 int main(void)
 {
-    /* alice may do everything, including pub/sub (Redis 7 denies channels to
-     * new users unless &* is given); the default user needs a password the
+    /* alice may do everything; the default user needs a password the
      * runtime is never told. */
     static const char *const acl[] = {"--user", "alice", "on",    ">secret",
                                       "~*",     "&*",    "+@all", NULL};

@@ -245,7 +245,7 @@ static void binary_and_braces(void)
  * independent locks. */
 static void helper_names_are_not_lock_names(void)
 {
-    static const char *const suffixes[] = {":fence", ":q", ":wake", ":w:x"};
+    static const char *const suffixes[] = {":fence", ":q", ":w:x", ":w:x:g"};
     for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
         char base[32], other[48];
         snprintf(base, sizeof base, "hn%zu{1}", i);

@@ -46,8 +46,8 @@ static long long release_by_hand(const char *token)
                           names[1],
                           names[2],
                           token,
-                          "{lock:rr}:wake",
-                          "0", /* hand off to any waiter */
+                          "1000", /* mailbox ms */
+                          "0",    /* hand off to any waiter */
                           "{lock:rr}:w:",
                           "6000"};
     redisReply *r = rh_cmd_argv(&srv, 11, argv, NULL);
