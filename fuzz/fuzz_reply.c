@@ -1,13 +1,13 @@
 /*
  * Fuzz how the runtime handles what Redis sends back: every reply the
- * connection code, acquire (the SET/INCR/PTTL pipeline and the queueing
- * script), release, the watchdog's batched renewals and the wake-up
- * subscriber's pub/sub messages make sense of.
+ * connection code, acquire (the SET/INCR/PTTL pipeline, the queueing script
+ * and the BLPOP on the waiter's mailbox), release and the watchdog's batched
+ * renewals make sense of.
  *
  * The seam is the socket, not a function: a fake Redis (a unix socket and a
  * loopback TCP port) answers each connection with bytes from the input, and
  * the runtime is driven through its public API (lw_configure, lw_guard_*,
- * lw_shutdown).
+ * lw_shutdown), on a thread of its own per input.
  * The interpreting code is all static functions in files others keep
  * changing; at the socket the target reaches every one of them, in the
  * order a real run calls them, and needs no edit to the runtime and no
@@ -17,16 +17,29 @@
  * Input: two option bytes (see read_plan(): wait, lease, re-entry, body
  * time, whether the server hangs up after its replies, and the topology —
  * one server, three Redlock masters or a Redis Cluster seed), then the byte
- * streams of the connections in the order they are opened (the guarded thread's
- * first; then, as it happens, the other masters', the cluster nodes', the
- * wake-up subscriber's and the watchdog's), separated by "|||"; "%PORT%" in
- * them stands for the fake server's TCP port.  The fake server writes a
- * connection's whole stream at once and half-closes, so the runtime reads
- * replies, then EOF, instead of waiting for a timeout; short timeouts
- * (lw_config) bound the rest.
+ * streams of the connections in the order they are opened (the guarded
+ * thread's first; then, as it happens, the other masters', the cluster
+ * nodes' and the watchdog's), separated by "|||"; "%PORT%" in them stands
+ * for the fake server's TCP port.  The fake server writes a connection's
+ * whole stream at once and half-closes, so the runtime reads replies, then
+ * EOF, instead of waiting for a timeout; short timeouts (lw_config) bound
+ * the rest.
  *
- * The runtime's lock tokens are random, so a "g<token> <fence>" message
- * naming a real waiter is out of reach; everything else is not.
+ * A waiter's wake-up is part of the guarded thread's own stream (in a
+ * cluster, its connection to the key's node): with the lock busy, the
+ * queueing script's reply ({-1 - TTL, entry score}) is followed by the
+ * reply to the BLPOP on the waiter's mailbox: nil (timed out), an error
+ * (the rest of the wait polls), or [mailbox, message] with "w" (compete
+ * again) or "g<fence> <entry score>" (a hand-off).  A grant names no lock
+ * token (random, so out of an input's reach), only the queue entry, and the
+ * input chose that in its queueing reply: a grant naming it is taken as it
+ * is, with no round trip (seeds mailbox_*).
+ *
+ * Each input runs on a new thread, so no thread-local state (the per-thread
+ * connection, acquire's memory of a key it just queued for, which sends the
+ * next acquire of that key straight to the queueing script) carries over
+ * from one input to the next: an input does the same alone as in a run of
+ * the corpus, and a saved crash replays as it was found.
  */
 #include <lockweave.h>
 
@@ -311,6 +324,12 @@ static void run_plan(const struct plan *p)
     lw_shutdown();
 }
 
+static void *plan_thread(void *p)
+{
+    run_plan(p);
+    return NULL;
+}
+
 /* Run one input: hand out its streams, make the call, wait until every
  * connection it opened is closed again (lw_shutdown closes them all), so
  * the next input starts from the same state. */
@@ -333,7 +352,12 @@ static void run_input(const struct plan *p, const uint8_t *d, size_t n)
     }
     pthread_mutex_unlock(&fk.mu);
 
-    run_plan(p);
+    /* On a new thread: see the top of the file. */
+    struct plan copy = *p;
+    pthread_t t;
+    if (pthread_create(&t, NULL, plan_thread, &copy) != 0 ||
+        pthread_join(t, NULL) != 0)
+        abort();
 
     pthread_mutex_lock(&fk.mu);
     while (fk.active > 0)

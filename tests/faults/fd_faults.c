@@ -70,8 +70,11 @@ static long long kill_type(struct fd_run *r, const char *type)
     return n;
 }
 
-/* Every connection of the workers closed by the server: lock threads',
- * watchdogs' and subscribers'. */
+/* Every connection of the workers closed by the server: lock threads' (a
+ * waiter's, blocked in BLPOP on its mailbox, too) and watchdogs', all TYPE
+ * normal.  TYPE pubsub finds none since the runtime dropped pub/sub
+ * (23f50b9); still killed, so a pub/sub connection coming back would be
+ * killed too, and its count ("killed=normal+pubsub") should stay 0. */
 static int client_kill(struct fd_run *r)
 {
     char detail[64];

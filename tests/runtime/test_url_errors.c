@@ -258,8 +258,9 @@ static void unix_socket_with_password(void)
 int main(void)
 {
     /* The ACL users: one disabled, one read-only, one limited to keys that
-     * are not lockweave's, one with what lockweave needs (all keys and
-     * channels of its own, scripts, pub/sub). */
+     * are not lockweave's, one with what lockweave needs (all keys of its
+     * own, scripts, BLPOP on a waiter's mailbox list; "&*" is left from
+     * when wake-ups went by pub/sub). */
     static const char *const acl[] = {
         "--user", "off_user", "off",      ">pw",          "~*",     "&*",
         "+@all",  "--user",   "readonly", "on",           ">pw",    "~*",
