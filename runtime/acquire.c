@@ -33,23 +33,23 @@
 #define GRANT_ENTRY_MAX  32
 
 /*
- * One try is a pipeline of three plain commands, not a script: a script costs
- * Redis several microseconds of Lua per call, these about one in all.
+ * One try is a pipeline of two plain commands, not a script: a script costs
+ * Redis several microseconds of Lua per call, these about one together.
  *   SET key token NX PX expire GET  nil: ours now; our token: ours already
  *                                   (a retry whose first reply was lost);
  *                                   another token: busy
  *   INCR fence                      the fence, used only when the lock is ours
- *   PTTL key                        how long a busy lock may still stay busy
  * The INCR is not atomic with the SET, yet fences still increase from holder
  * to holder: a holder's INCR runs before its reply reaches it, so before it
  * can release, so before the next holder's SET.  Busy tries leave gaps only.
+ * A busy lock's TTL is not asked for: the queue script that follows tells.
  */
 struct attempt {
     struct lw_conn *conn;
     struct lw_gimpl *g;
-    const char *set_argv[7], *incr_argv[2], *pttl_argv[2];
-    size_t set_lens[7], incr_lens[2], pttl_lens[2];
-    struct lw_cmd cmds[3];
+    const char *set_argv[7], *incr_argv[2];
+    size_t set_lens[7], incr_lens[2];
+    struct lw_cmd cmds[2];
     char expire[16];
     int64_t sent_us;  /* when the last try left */
     int64_t valid_ms; /* lease granted by the successful try */
@@ -76,9 +76,9 @@ static int64_t route_deadline(const struct attempt *a)
 static int send_pipeline(struct attempt *a, redisReply **r, int *replayed)
 {
     if (a->cluster)
-        return lw__route_pipeline(a->g->lease.cfg, a->slot, a->cmds, 3, r,
+        return lw__route_pipeline(a->g->lease.cfg, a->slot, a->cmds, 2, r,
                                   replayed, route_deadline(a));
-    return lw__conn_pipeline(a->conn, a->cmds, 3, r, replayed);
+    return lw__conn_pipeline(a->conn, a->cmds, 2, r, replayed);
 }
 
 static int send_script(struct attempt *a, int id, int nkeys, int nargs,
@@ -136,30 +136,25 @@ static void attempt_init(struct attempt *a)
     a->incr_lens[0] = 4;
     a->incr_argv[1] = a->names->fence;
     a->incr_lens[1] = a->names->fencelen;
-    a->pttl_argv[0] = "PTTL";
-    a->pttl_lens[0] = 4;
-    a->pttl_argv[1] = g->key;
-    a->pttl_lens[1] = g->keylen;
     a->cmds[0] = (struct lw_cmd){7, a->set_argv, a->set_lens};
     a->cmds[1] = (struct lw_cmd){2, a->incr_argv, a->incr_lens};
-    a->cmds[2] = (struct lw_cmd){2, a->pttl_argv, a->pttl_lens};
 }
 
-/* 1 acquired, 0 busy (*ttl_ms remaining, 0 unknown), < 0 error. */
-static int verdict(struct attempt *a, redisReply **r, int64_t *ttl_ms)
+/* 1 acquired, 0 busy, < 0 error.  Our own token in the key can only be
+ * this same try's SET, run before a lost reply made conn.c send it again:
+ * it ran after a->sent_us, so its lease, too, lasts past sent_us + expire,
+ * which is all lw__acquire counts on. */
+static int verdict(struct attempt *a, redisReply **r)
 {
     const struct lw_lease *l = &a->g->lease;
     redisReply *prev = r[0];
 
-    if (r[1]->type != REDIS_REPLY_INTEGER || r[2]->type != REDIS_REPLY_INTEGER)
+    if (r[1]->type != REDIS_REPLY_INTEGER)
         return LW_EREDIS;
-    *ttl_ms = r[2]->integer > 0 ? r[2]->integer : 0;
-    if (prev->type == REDIS_REPLY_NIL) {
+    if (prev->type == REDIS_REPLY_NIL ||
+        (prev->type == REDIS_REPLY_STRING && prev->len == (size_t)l->toklen &&
+         memcmp(prev->str, l->token, prev->len) == 0)) {
         a->valid_ms = a->g->opts.expire_ms;
-    } else if (prev->type == REDIS_REPLY_STRING &&
-               prev->len == (size_t)l->toklen &&
-               memcmp(prev->str, l->token, prev->len) == 0 && *ttl_ms > 0) {
-        a->valid_ms = *ttl_ms; /* our earlier SET: its lease, not a new one */
     } else if (prev->type == REDIS_REPLY_STRING) {
         return 0;
     } else {
@@ -175,17 +170,18 @@ static int enqueue(struct attempt *a, int join, int64_t *ttl_ms);
 
 static int try_once(struct attempt *a, int64_t *ttl_ms)
 {
-    redisReply *r[3];
+    redisReply *r[2];
     int replayed, rc;
 
+    *ttl_ms = 0; /* not asked: the queue script tells */
     a->sent_us = lw__now_us();
     rc = send_pipeline(a, r, &replayed);
     if (rc == LW_ROUTE_ASKED) /* slot migrating: one script, redirected whole */
         return enqueue(a, 0, ttl_ms);
     if (rc != LW_OK)
         return rc;
-    rc = verdict(a, r, ttl_ms);
-    for (int i = 0; i < 3; i++)
+    rc = verdict(a, r);
+    for (int i = 0; i < 2; i++)
         freeReplyObject(r[i]);
     return rc;
 }

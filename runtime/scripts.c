@@ -38,6 +38,10 @@ static const char renew_lua[] =
 /* Acquire-or-queue, for threads that found the lock busy.
  * KEYS: lock, queue, fence, alive key.  ARGV: token, lease ms, join (1: queue
  * up / refresh, 0: leave the queue), queue ttl ms, alive ms.
+ * The queue's TTL is set on every poll, not only lengthened: another
+ * waiter's shorter one may cut it, but every live waiter polls far more
+ * often than any queue ttl (over a second), so a queue with a live waiter
+ * never expires.
  * Returns {fence, lease left ms} when the lock is ours — free now, or handed
  * to us by a release (our token already in place) — else {-1 - its TTL, our
  * entry's score ('' when not queued)}: a hand-off names the entry it was
@@ -55,9 +59,7 @@ static const char enqueue_lua[] =
     "  local t = redis.call('time')\n"
     "  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
     "  redis.call('zadd', KEYS[2], 'NX', now, member)\n"
-    "  if redis.call('pttl', KEYS[2]) < tonumber(ARGV[4]) then\n"
-    "    redis.call('pexpire', KEYS[2], ARGV[4])\n"
-    "  end\n"
+    "  redis.call('pexpire', KEYS[2], ARGV[4])\n"
     "  redis.call('set', KEYS[4], '1', 'PX', ARGV[5])\n"
     "else\n"
     "  redis.call('zrem', KEYS[2], member)\n"
