@@ -1,14 +1,23 @@
 #!/usr/bin/env python3
 """Ratios of lockweave's rows against the peers', from one harness run.
 
-Usage: ratios.py PEERS.jsonl  (writes chart.dat beside it for chart.gp)
+Usage: ratios.py PEERS.jsonl [--paired PAIRED.jsonl]
+  (writes chart.dat beside PEERS.jsonl for chart.gp)
+With --paired, also each ratio per round of bench/paired.sh (the two sides
+run back to back) and their median and range.
 Targets are issue 5's; a ratio is measured, never asserted.
 """
 import json
 import os
+import statistics
 import sys
 
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+
+def load(path):
+    return [json.loads(l) for l in open(path) if l.strip()]
+
+
+rows = load(sys.argv[1])
 
 
 def pick(impl, workload, retry=None):
@@ -53,3 +62,31 @@ with open(os.path.join(os.path.dirname(sys.argv[1]), "chart.dat"), "w") as f:
         vals = [pick(i, w) for w in ("uncontended", "contended", "spread")]
         if any(vals):
             f.write(i + " " + " ".join(f"{v['ops_per_s']:.0f}" if v else "0" for v in vals) + "\n")
+
+if len(sys.argv) == 4 and sys.argv[2] == "--paired":
+    paired = load(sys.argv[3])
+    by = {}
+    for r in paired:
+        by[(r["round"], r["impl"], r["workload"])] = r
+    rounds = sorted({r["round"] for r in paired})
+    specs = [
+        ("uncontended / 2-round-trip bound", "uncontended", "raw-2rtt", "ops_per_s", ">= 0.90"),
+        ("contended / hand-written (1 ms retry)", "contended", "hiredis-handwritten", "ops_per_s", ">= 1.00"),
+        ("contended p99 / hand-written p99", "contended", "hiredis-handwritten", "p99_us", "<= 0.50"),
+        ("spread / hand-written (1 ms retry)", "spread", "hiredis-handwritten", "ops_per_s", ">= 1.00"),
+        ("uncontended / hand-written", "uncontended", "hiredis-handwritten", "ops_per_s", "-"),
+    ]
+    print()
+    print(f"paired rounds ({len(rounds)}, each ratio from one round's back-to-back runs)")
+    print(f"{'lockweave ratio':40} {'median':>7} {'min':>6} {'max':>6}  per round          target")
+    for name, w, other, key, target in specs:
+        vals = []
+        for rd in rounds:
+            a, b = by.get((rd, "lockweave", w)), by.get((rd, other, w))
+            if a and b and b[key]:
+                vals.append(a[key] / b[key])
+        if vals:
+            each = " ".join(f"{v:.2f}" for v in vals)
+            print(f"{name:40} {statistics.median(vals):7.2f} {min(vals):6.2f} {max(vals):6.2f}  {each:18} {target}")
+    viol = sum(r["violations"] for r in paired)
+    print(f"{'violations (all paired runs)':40} {viol:7d}")

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# bench/paired.sh DRIVER HANDWRITTEN OUT.jsonl ROUNDS [--quick]
+#
+# Paired rounds for the ratios of issue 5.  On this shared 2-core VM the
+# host's speed can change two- or threefold within seconds, so one run of each
+# implementation, minutes apart (as in the harness's own loop), can put the
+# two sides of a ratio on different machines.  Here lockweave, the
+# hand-written hiredis lock (1 ms retry) and the round-trip bound run back to
+# back on one private redis-server, round after round, in alternating order
+# (ABC, then CBA), with the harness's sizes; ratios.py --paired then takes each
+# round's ratio and reports the median and the range.
+set -euo pipefail
+driver=$1 hand=$2 out=$3 rounds=$4
+if [[ ${5:-} == --quick ]]; then
+  u_iters=5000 c_iters=200 s_iters=600
+else
+  u_iters=50000 c_iters=2000 s_iters=5000
+fi
+procs=8 ttl=10000 wait=10000
+
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+tmp=$(mktemp -d /tmp/lw-paired.XXXXXX)
+redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no \
+  --dir "$tmp" --logfile "$tmp/redis.log" --daemonize no &
+rpid=$!
+cleanup() {
+  kill "$rpid" 2>/dev/null || true # by PID: never pkill
+  wait "$rpid" 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+for _ in $(seq 100); do
+  redis-cli -p "$port" ping >/dev/null 2>&1 && break
+  sleep 0.05
+done
+
+# One run: the driver's JSON line with the round number added.
+one() { # round workload iters command...
+  local r=$1 w=$2 n=$3
+  shift 3
+  "$@" --workload "$w" --port "$port" --procs $procs --iters "$n" \
+    --ttl-ms $ttl --wait-ms $wait --retry-ms 1 |
+    sed "s/}\$/,\"round\":$r}/" >>"$out"
+}
+
+: >"$out"
+for r in $(seq "$rounds"); do
+  order=(lw hand raw)
+  ((r % 2 == 0)) && order=(raw hand lw)
+  for w in uncontended contended spread; do
+    case $w in
+      uncontended) n=$u_iters ;;
+      contended) n=$c_iters ;;
+      spread) n=$s_iters ;;
+    esac
+    for impl in "${order[@]}"; do
+      case $impl in
+        lw) one "$r" $w $n "$driver" ;;
+        hand) one "$r" $w $n "$hand" ;;
+        raw) [[ $w == uncontended ]] && one "$r" $w $n "$hand" --raw ;;
+      esac
+    done
+  done
+  echo "paired: round $r of $rounds done" >&2
+done
