@@ -16,6 +16,7 @@
 #include "conn.h"
 #include "guard.h"
 #include "keynames.h"
+#include "log.h"
 #include "redlock.h"
 #include "replicas.h"
 #include "route.h"
@@ -25,9 +26,10 @@
 #include "thread.h"
 
 #define BACKOFF_START_US 1000
-#define BACKOFF_MAX_US   100000 /* no mailbox (BLPOP refused): poll this */
-#define MAILBOX_POLL_US  200000 /* blocked on the mailbox: poll this often */
-#define MAILBOX_MIN_US   1000   /* BLPOP counts milliseconds; 0 is forever */
+#define BACKOFF_MAX_US   100000   /* no mailbox (BLPOP refused): poll this */
+#define MAILBOX_POLL_US  200000   /* blocked on the mailbox: poll this often */
+#define MAILBOX_MIN_US   1000     /* BLPOP counts milliseconds; 0 is forever */
+#define MAILBOX_OFF_US   10000000 /* after a failed BLPOP, poll this long */
 #define NAME_INLINE      256
 #define HOT_US           100000 /* a waited-for key stays "hot" this long */
 #define GRANT_ENTRY_MAX  32
@@ -349,6 +351,29 @@ static int await_mail(struct attempt *a, int64_t timeout_us, uint64_t *fence,
     return rc;
 }
 
+/* Until when this process's waiters poll instead of blocking on their
+ * mailboxes: set by a BLPOP that failed (an ACL refusing it, most likely), so
+ * that every wait does not fail and log the same way. */
+static int64_t mailbox_off_until_us;
+
+static int mailbox_usable(void)
+{
+    return lw__now_us() >=
+           __atomic_load_n(&mailbox_off_until_us, __ATOMIC_RELAXED);
+}
+
+static void mailbox_failed(int rc)
+{
+    int64_t now = lw__now_us();
+
+    if (__atomic_exchange_n(&mailbox_off_until_us, now + MAILBOX_OFF_US,
+                            __ATOMIC_RELAXED) <= now)
+        lw__log(LW_LOG_INFO,
+                "waiting on a mailbox (BLPOP) failed (%s): waiters poll "
+                "for the next %d s",
+                lw_strerror(rc), MAILBOX_OFF_US / 1000000);
+}
+
 static void pause_us(int64_t us)
 {
     struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
@@ -369,7 +394,7 @@ static int wait_for(struct attempt *a, int64_t ttl_ms, int *queued)
     int64_t backoff_us = BACKOFF_START_US;
     char entry[GRANT_ENTRY_MAX];
     uint64_t fence;
-    int mailbox = 1, rc;
+    int mailbox = mailbox_usable(), rc;
 
     rc = enqueue(a, 1, &ttl_ms);
     *queued = rc == 0;
@@ -381,7 +406,8 @@ static int wait_for(struct attempt *a, int64_t ttl_ms, int *queued)
         if (!mailbox) {
             pause_us(left_us);
         } else if ((rc = await_mail(a, left_us, &fence, entry)) < 0) {
-            mailbox = 0; /* for the rest of this wait: poll */
+            mailbox_failed(rc);
+            mailbox = 0;
         } else if (rc == 1 && fresh_grant(a, entry)) {
             g->fence = fence;
             a->valid_ms = g->opts.expire_ms;

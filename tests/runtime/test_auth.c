@@ -1,8 +1,10 @@
 /* Credentials and database from the URL: an ACL user (AUTH user pass) gets
  * in, a wrong password or unknown user is LW_EAUTH (body not run), and the
- * /db path selects the database the lock key lands in. */
+ * /db path selects the database the lock key lands in.  A user denied BLPOP
+ * still waits for a busy lock, by polling. */
 #include "util.h"
 
+#include <pthread.h>
 #include <string.h>
 
 static rh_server srv;
@@ -42,6 +44,51 @@ static void acl_user(void)
     freeReplyObject(r);
     CHECK_RC(lw_guard_leave(&g), LW_OK);
     CHECK_EQ(exists_in_db(0, "lock:acl"), 0);
+}
+
+static int mailbox_logs; /* log lines about the mailbox falling back */
+
+static void count_mailbox_logs(int level, const char *msg, void *ud)
+{
+    (void)level;
+    (void)ud;
+    if (strstr(msg, "BLPOP") != NULL && strstr(msg, "poll") != NULL)
+        __atomic_add_fetch(&mailbox_logs, 1, __ATOMIC_RELAXED);
+}
+
+static void *wait_denied(void *arg)
+{
+    lw_guard g;
+    int *rc = arg;
+
+    *rc = lock_str(&g, "noblock", 5000, 5000);
+    if (*rc == LW_OK)
+        lw_guard_leave(&g);
+    return NULL;
+}
+
+/* "nopop" may run everything but BLPOP: a waiter cannot block on its
+ * mailbox, so it polls, and still gets the lock when the holder leaves —
+ * both times, with one log line for the process, not one per wait. */
+static void blpop_denied(void)
+{
+    char url[256];
+    url_for(url, sizeof url, "nopop:secret@", -1);
+    use_url(url, 1000, 2000);
+    lw_set_logger(count_mailbox_logs, NULL, LW_LOG_INFO);
+    for (int i = 0; i < 2; i++) {
+        lw_guard g;
+        pthread_t t;
+        int rc = -100;
+        CHECK_RC(lock_str(&g, "noblock", 5000, 0), LW_OK);
+        CHECK_EQ(pthread_create(&t, NULL, wait_denied, &rc), 0);
+        sleep_ms(300); /* the waiter queues, then polls */
+        CHECK_RC(lw_guard_leave(&g), LW_OK);
+        CHECK_EQ(pthread_join(t, NULL), 0);
+        CHECK_RC(rc, LW_OK);
+    }
+    CHECK_EQ(__atomic_load_n(&mailbox_logs, __ATOMIC_RELAXED), 1);
+    lw_set_logger(NULL, NULL, LW_LOG_WARN);
 }
 
 static void refused(const char *userinfo)
@@ -100,8 +147,9 @@ int main(void)
 {
     /* alice may do everything; the default user needs a password the
      * runtime is never told. */
-    static const char *const acl[] = {"--user", "alice", "on",    ">secret",
-                                      "~*",     "&*",    "+@all", NULL};
+    static const char *const acl[] = {
+        "--user", "alice", "on",      ">secret", "~*",    "+@all",  "--user",
+        "nopop",  "on",    ">secret", "~*",      "+@all", "-blpop", NULL};
     rh_opts o;
     rh_opts_init(&o);
     o.password = "adminpw";
@@ -109,6 +157,7 @@ int main(void)
     CHECK_EQ(rh_start(&srv, &o), 0);
 
     acl_user();
+    blpop_denied();
     refused("alice:wrong@");
     refused("mallory:secret@");
     no_credentials();

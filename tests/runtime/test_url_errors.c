@@ -259,15 +259,13 @@ int main(void)
 {
     /* The ACL users: one disabled, one read-only, one limited to keys that
      * are not lockweave's, one with what lockweave needs (all keys of its
-     * own, scripts, BLPOP on a waiter's mailbox list; "&*" is left from
-     * when wake-ups went by pub/sub). */
+     * own, scripts, BLPOP on a waiter's mailbox list; no channels). */
     static const char *const acl[] = {
         "--user", "off_user", "off",      ">pw",          "~*",     "&*",
         "+@all",  "--user",   "readonly", "on",           ">pw",    "~*",
         "&*",     "+@read",   "+ping",    "+script|load", "--user", "otherkeys",
         "on",     ">pw",      "~app:*",   "&*",           "+@all",  "--user",
-        "locker", "on",       ">pw",      "~*lock:*",     "&*",     "+@all",
-        NULL};
+        "locker", "on",       ">pw",      "~*lock:*",     "+@all",  NULL};
     rh_opts o;
     rh_opts_init(&o);
     o.password = "p@ss:w/rd%";
