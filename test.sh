@@ -51,12 +51,12 @@ if [[ ${CI:-} == true ]]; then
   # of its seed corpus; any crash, leak or timeout fails (fuzz/run.sh).
   fuzz/run.sh "${LW_CI_FUZZ_SECONDS:-20}"
 
-  # ThreadSanitizer: the watchdog and wake-up subscriber threads against
-  # the guarded threads.  The runtime tests, and the corpus replays of the
-  # URL and reply fuzz targets (the reply one drives the subscriber and
-  # watchdog with hostile replies).  die_after_fork=0: runtime_fork and
-  # runtime_sigkill fork a multi-threaded process and use the library in the
-  # child, which is what they test; TSan's default would kill the child.
+  # ThreadSanitizer: the watchdog thread against the guarded threads.  The
+  # runtime tests, and the corpus replays of the URL and reply fuzz targets
+  # (the reply one drives a guarded thread and the watchdog with hostile
+  # replies).  die_after_fork=0: runtime_fork and runtime_sigkill fork a
+  # multi-threaded process and use the library in the child, which is what
+  # they test; TSan's default would kill the child.
   # The library's atfork handlers make that safe, and TSan still checks the
   # child.
   TSAN_OPTIONS="die_after_fork=0 halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" \

@@ -4,8 +4,8 @@
  *   failover, with no error and no overlap;
  * - a thread queued behind a lock of the dead master's slots (held across
  *   the failover) gets it after the failover: its wait, queue entry and
- *   wake-up subscription survive the master; the other threads on those
- *   slots carry on once the replica serves them;
+ *   mailbox (the BLPOP follows the slot) survive the master; the other
+ *   threads on those slots carry on once the replica serves them;
  * - a lock held across the failover on a dead master's key is either kept
  *   (the replica had the key: the renewal followed the new map) or reported
  *   LW_ELOST — never silently lost; one held on another master is kept;
@@ -173,7 +173,8 @@ struct waiter {
 };
 
 /* Queue behind the lock held across the failover: the wait, its queue entry
- * and its wake-up subscription must survive the master's death. */
+ * and its mailbox (BLPOP through the router) must survive the master's
+ * death. */
 static void *wait_behind(void *arg)
 {
     struct waiter *w = arg;

@@ -1,6 +1,6 @@
 /* Key layout on a real cluster: our CRC16 and hash-tag rule agree with
  * CLUSTER KEYSLOT, and every name a lock's scripts touch (lock, fence,
- * queue, alive keys, wake-up channel) sits in the lock key's slot — also for
+ * queue, alive keys, mailbox) sits in the lock key's slot — also for
  * user keys with braces of their own, balanced or not.  Then each such key
  * is locked and released through the cluster. */
 #include <lockweave.h>

@@ -6,10 +6,12 @@
  * The story, driven by state (no timing is asserted):
  *  1. we hold k; a child process queues for k;
  *  2. the child is stopped (SIGSTOP); we release, which hands k to the
- *     child: its token in the key, a fence minted, "g<token> f" published;
+ *     child: its token in the key, a fence minted, the grant
+ *     "g<fence> <entry>" pushed to its mailbox;
  *  3. the child's granted lease runs out (we watch the key disappear), and
  *     we take k again: we are the holder now;
- *  4. the child continues (SIGCONT) while we hold k.
+ *  4. the child continues (SIGCONT) while we hold k, and its BLPOP reads
+ *     that grant.
  * The child must keep waiting until we leave.  Before the fix it read the
  * old grant and entered its body beside us with the old fence, and
  * lw_still_held() told it 1.  Exit status 1: that happened again.
