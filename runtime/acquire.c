@@ -317,10 +317,12 @@ static int parse_grant(const char *m, size_t n, uint64_t *fence, char *entry)
 /*
  * Block on our mailbox (BLPOP on this thread's own connection, so the reply
  * wakes this thread directly) for up to timeout_us.  1: a hand-off, *fence
- * and entry set; 0: woken to compete, or timed out; < 0: the mailbox cannot
- * be used now (BLPOP refused by an ACL, connection lost), and the caller
- * sleeps instead.
+ * and entry set; 0: woken to compete, or timed out; MAILBOX_REFUSED: Redis
+ * answered BLPOP with an error (an ACL without it, most likely); other < 0:
+ * the connection failed.  Either way the caller polls instead.
  */
+#define MAILBOX_REFUSED (-100) /* await_mail() only, never returned */
+
 static int await_mail(struct attempt *a, int64_t timeout_us, uint64_t *fence,
                       char *entry)
 {
@@ -336,25 +338,41 @@ static int await_mail(struct attempt *a, int64_t timeout_us, uint64_t *fence,
     lens[2] = (size_t)snprintf(secs, sizeof secs, "%lld.%03lld",
                                (long long)(timeout_us / 1000000),
                                (long long)(timeout_us / 1000 % 1000));
-    rc = a->cluster ? lw__route_pipeline(a->g->lease.cfg, a->slot, &cmd, 1, &r,
-                                         &replayed, route_deadline(a))
-                    : lw__conn_pipeline(a->conn, &cmd, 1, &r, &replayed);
+    /* The router retries lost nodes itself: an error it returns is Redis's. */
+    if (a->cluster)
+        rc = lw__route_pipeline(a->g->lease.cfg, a->slot, &cmd, 1, &r,
+                                &replayed, route_deadline(a));
+    else
+        rc = lw__conn_pipeline_ex(a->conn, &cmd, 1, LW_CONN_RAW_ERRORS, &r,
+                                  &replayed);
+    if (rc == LW_ROUTE_ASKED) /* the slot is moving: poll */
+        return LW_EREDIS;
     if (rc != LW_OK)
-        return rc < 0 ? rc : LW_EREDIS; /* ASK: the slot is moving, poll */
+        return a->cluster && rc == LW_EREDIS ? MAILBOX_REFUSED : rc;
     rc = 0;
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-        r->element[1]->type == REDIS_REPLY_STRING)
+        r->element[1]->type == REDIS_REPLY_STRING) {
         rc = parse_grant(r->element[1]->str, r->element[1]->len, fence, entry);
-    else if (r->type != REDIS_REPLY_NIL)
+    } else if (r->type == REDIS_REPLY_ERROR) {
+        lw__conn_log_error(r);
+        rc = MAILBOX_REFUSED;
+    } else if (r->type != REDIS_REPLY_NIL) {
         rc = LW_EREDIS;
+    }
     freeReplyObject(r);
     return rc;
 }
 
 /* Until when this process's waiters poll instead of blocking on their
- * mailboxes: set by a BLPOP that failed (an ACL refusing it, most likely), so
- * that every wait does not fail and log the same way. */
+ * mailboxes: set when Redis refuses BLPOP (an ACL without it), so that every
+ * wait does not fail and log the same way.  A lost connection only makes
+ * the wait it happened in poll. */
 static int64_t mailbox_off_until_us;
+
+void lw__mailbox_reset(void)
+{
+    __atomic_store_n(&mailbox_off_until_us, 0, __ATOMIC_RELAXED);
+}
 
 static int mailbox_usable(void)
 {
@@ -362,16 +380,16 @@ static int mailbox_usable(void)
            __atomic_load_n(&mailbox_off_until_us, __ATOMIC_RELAXED);
 }
 
-static void mailbox_failed(int rc)
+static void mailbox_refused(void)
 {
     int64_t now = lw__now_us();
 
     if (__atomic_exchange_n(&mailbox_off_until_us, now + MAILBOX_OFF_US,
                             __ATOMIC_RELAXED) <= now)
         lw__log(LW_LOG_INFO,
-                "waiting on a mailbox (BLPOP) failed (%s): waiters poll "
+                "Redis refused BLPOP on a waiter's mailbox: waiters poll "
                 "for the next %d s",
-                lw_strerror(rc), MAILBOX_OFF_US / 1000000);
+                MAILBOX_OFF_US / 1000000);
 }
 
 static void pause_us(int64_t us)
@@ -406,8 +424,9 @@ static int wait_for(struct attempt *a, int64_t ttl_ms, int *queued)
         if (!mailbox) {
             pause_us(left_us);
         } else if ((rc = await_mail(a, left_us, &fence, entry)) < 0) {
-            mailbox_failed(rc);
-            mailbox = 0;
+            if (rc == MAILBOX_REFUSED)
+                mailbox_refused();
+            mailbox = 0; /* for the rest of this wait */
         } else if (rc == 1 && fresh_grant(a, entry)) {
             g->fence = fence;
             a->valid_ms = g->opts.expire_ms;

@@ -49,6 +49,10 @@ static inline struct lw_gimpl *lw__gimpl(lw_guard *g)
  * g->fence and g->lease are filled. */
 int lw__acquire(struct lw_gimpl *g);
 
+/* Forget that Redis refused BLPOP (lw_shutdown: the next configuration may
+ * be another server or user). */
+void lw__mailbox_reset(void);
+
 /* Compare-and-delete g's lock; LW_OK or LW_ELOST. */
 int lw__release(struct lw_gimpl *g);
 

@@ -185,7 +185,7 @@ static enum verdict classify(redisReply **out, int n, const struct lw_url *from,
             return V_ERROR;
         }
         /* "MOVED <slot> <host>:<port>"; an empty host is the one asked. */
-        sp = strchr(e + 4, ' ');
+        sp = strchr(e + (moved ? 6 : 4), ' ');
         colon = sp ? strrchr(sp, ':') : NULL;
         if (colon == NULL || colon - sp - 1 >= HOST_MAX) {
             lw__conn_log_error(out[i]);

@@ -2,6 +2,7 @@
 
 #include "config.h"
 #include "conn.h"
+#include "guard.h"
 #include "redlock_io.h"
 #include "route.h"
 #include "thread.h"
@@ -18,5 +19,6 @@ void lw_shutdown(void)
     lw__route_thread_drop();
     lw__masters_drop();
     lw__route_shutdown();
+    lw__mailbox_reset();
     lw__settings_free_all();
 }
