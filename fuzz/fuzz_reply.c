@@ -1,6 +1,6 @@
 /*
  * Fuzz how the runtime handles what Redis sends back: every reply the
- * connection code, acquire (the SET/INCR/PTTL pipeline, the queueing script
+ * connection code, acquire (the SET/INCR pipeline, the queueing script
  * and the BLPOP on the waiter's mailbox), release and the watchdog's batched
  * renewals make sense of.
  *
