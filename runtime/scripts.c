@@ -80,10 +80,14 @@ static const char enqueue_lua[] =
  * sent, the score naming the queue entry it was made to) so nobody can barge
  * past it; otherwise "w" wakes it to compete.  Barging while the queue is
  * young keeps throughput; the hand-off bounds every waiter's wait.
- * A hand-off leaves a receipt, "<alive prefix><our token>:rel", for receipt
- * ms: a release sent again after its reply was lost (connection killed) then
- * finds the waiter's token in the key, and the receipt tells it that this was
- * its own doing, not a lost lease.
+ * A release that told a waiter leaves a receipt, "<alive prefix><our
+ * token>:rel", for receipt ms: a release sent again after its reply was lost
+ * (connection killed) may then find the waiter's token in the key — handed
+ * to it, or taken by it or a barger once woken — and the receipt tells it
+ * that this was its own doing, not a lost lease.  (A release with nobody
+ * queued leaves none: that would cost every release a write, and a caller
+ * that takes the key between the two runs is rare; the retry then reports
+ * LW_ELOST, a false alarm, never a hidden loss.)
  * The alive key, mailbox and receipt are not declared (their names depend on
  * the queue's head and our token), so while the slot is being migrated and
  * such a key already moved, Redis refuses it here: pcall catches that, after
@@ -100,6 +104,7 @@ static const char release_lua[] =
     "end\n"
     "redis.call('del', KEYS[1])\n"
     "local function tell(tok, msg)\n"
+    "  redis.pcall('set', receipt, '1', 'PX', ARGV[5])\n"
     "  local box = ARGV[4] .. tok .. ':g'\n"
     "  redis.pcall('rpush', box, msg)\n"
     "  redis.pcall('pexpire', box, ARGV[2])\n"
@@ -125,7 +130,6 @@ static const char release_lua[] =
     "    redis.call('zrem', KEYS[2], head[1])\n"
     "    redis.call('set', KEYS[1], tok, 'PX', lease)\n"
     "    local f = redis.call('incr', KEYS[3])\n"
-    "    redis.pcall('set', receipt, '1', 'PX', ARGV[5])\n"
     "    tell(tok, 'g' .. f .. ' ' .. head[2])\n"
     "    return 1\n"
     "  else\n"

@@ -6,6 +6,9 @@
  * CLIENT KILL during a hand-off reports a spurious LW_ELOST (found by the
  * faults suite's client-kill case).
  *
+ * The same when the first run only woke a young waiter ("w"): the woken
+ * waiter (or anyone) may take the key before the replay arrives.
+ *
  * The lost reply is played by hand: the release script is run once on the
  * harness's own connection with our token, exactly as lockweave sends it;
  * lockweave's own release, which follows, is then the "replay".
@@ -36,7 +39,7 @@ static int queued(void *arg)
 }
 
 /* Run the release script with our token, as lockweave's first attempt. */
-static long long release_by_hand(const char *token)
+static long long release_by_hand(const char *token, const char *age_ms)
 {
     const char *names[] = {"lock:rr", "{lock:rr}:q", "{lock:rr}:fence"};
     const char *argv[] = {"EVAL",
@@ -47,7 +50,7 @@ static long long release_by_hand(const char *token)
                           names[2],
                           token,
                           "1000", /* mailbox ms */
-                          "0",    /* hand off to any waiter */
+                          age_ms, /* hand off to a waiter this old */
                           "{lock:rr}:w:",
                           "6000"};
     redisReply *r = rh_cmd_argv(&srv, 11, argv, NULL);
@@ -77,18 +80,35 @@ int main(void)
     CHECK(wait_until(queued, NULL, 10000) >= 0);
 
     /* First run: deletes our key and hands it to the waiter. */
-    CHECK_EQ(release_by_hand(token), 1);
+    CHECK_EQ(release_by_hand(token, "0"), 1);
     snprintf(receipt, sizeof receipt, "{lock:rr}:w:%s:rel", token);
     CHECK_RANGE(rh_cmd_int(&srv, "PTTL %s", receipt), 1, 6000);
     /* The replay, by hand, then by lockweave itself: ours, not lost. */
-    CHECK_EQ(release_by_hand(token), 2);
+    CHECK_EQ(release_by_hand(token, "0"), 2);
     CHECK_RC(lw_guard_leave(&g), LW_OK);
     CHECK_EQ(pthread_join(t, NULL), 0);
 
     /* Without a receipt, a token that is not in the key is not ours. */
     CHECK_EQ(rh_cmd_int(&srv, "DEL %s", receipt), 1);
     CHECK_RC(lock_str(&g, "rr", 5000, 0), LW_OK);
-    CHECK_EQ(release_by_hand(token), -1);
+    CHECK_EQ(release_by_hand(token, "0"), -1);
+    CHECK_RC(lw_guard_leave(&g), LW_OK);
+
+    /* A first run that only wakes the waiter (it is younger than an hour),
+     * then the key is taken before the replay. */
+    CHECK_RC(lock_str(&g, "rr", 5000, 0), LW_OK);
+    r = rh_cmd(&srv, "GET lock:rr");
+    CHECK(r && r->type == REDIS_REPLY_STRING && r->len < sizeof token);
+    memcpy(token, r->str, r->len + 1);
+    freeReplyObject(r);
+    CHECK_EQ(pthread_create(&t, NULL, waiter, NULL), 0);
+    CHECK(wait_until(queued, NULL, 10000) >= 0);
+    CHECK_EQ(release_by_hand(token, "3600000"), 1);
+    snprintf(receipt, sizeof receipt, "{lock:rr}:w:%s:rel", token);
+    CHECK_RANGE(rh_cmd_int(&srv, "PTTL %s", receipt), 1, 6000);
+    CHECK_EQ(pthread_join(t, NULL), 0); /* woken: it took the key and left */
+    r = rh_cmd(&srv, "SET lock:rr someone-else PX 5000");
+    freeReplyObject(r);
     CHECK_RC(lw_guard_leave(&g), LW_OK);
 
     lw_shutdown();
