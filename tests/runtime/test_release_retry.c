@@ -61,28 +61,40 @@ static long long release_by_hand(const char *token, const char *age_ms)
     return v;
 }
 
+/* Take "rr" (its token into token), start a waiter and let it queue. */
+static void hold_with_waiter(lw_guard *g, char *token, size_t cap, pthread_t *t)
+{
+    redisReply *r;
+
+    CHECK_RC(lock_str(g, "rr", 5000, 0), LW_OK);
+    r = rh_cmd(&srv, "GET lock:rr");
+    CHECK(r && r->type == REDIS_REPLY_STRING && r->len < cap);
+    memcpy(token, r->str, r->len + 1);
+    freeReplyObject(r);
+    CHECK_EQ(pthread_create(t, NULL, waiter, NULL), 0);
+    CHECK(wait_until(queued, NULL, 10000) >= 0);
+}
+
+/* The receipt a first run left for token: it must exist (1..6 s left). */
+static void check_receipt(const char *token, char *receipt, size_t cap)
+{
+    snprintf(receipt, cap, "{lock:rr}:w:%s:rel", token);
+    CHECK_RANGE(rh_cmd_int(&srv, "PTTL %s", receipt), 1, 6000);
+}
+
 int main(void)
 {
     lw_guard g;
     pthread_t t;
     char token[128], receipt[160];
-    redisReply *r;
 
     CHECK_EQ(rh_start(&srv, NULL), 0);
     use_server(&srv);
-    CHECK_RC(lock_str(&g, "rr", 5000, 0), LW_OK);
-    r = rh_cmd(&srv, "GET lock:rr");
-    CHECK(r && r->type == REDIS_REPLY_STRING && r->len < sizeof token);
-    memcpy(token, r->str, r->len + 1);
-    freeReplyObject(r);
-
-    CHECK_EQ(pthread_create(&t, NULL, waiter, NULL), 0);
-    CHECK(wait_until(queued, NULL, 10000) >= 0);
+    hold_with_waiter(&g, token, sizeof token, &t);
 
     /* First run: deletes our key and hands it to the waiter. */
     CHECK_EQ(release_by_hand(token, "0"), 1);
-    snprintf(receipt, sizeof receipt, "{lock:rr}:w:%s:rel", token);
-    CHECK_RANGE(rh_cmd_int(&srv, "PTTL %s", receipt), 1, 6000);
+    check_receipt(token, receipt, sizeof receipt);
     /* The replay, by hand, then by lockweave itself: ours, not lost. */
     CHECK_EQ(release_by_hand(token, "0"), 2);
     CHECK_RC(lw_guard_leave(&g), LW_OK);
@@ -96,19 +108,12 @@ int main(void)
 
     /* A first run that only wakes the waiter (it is younger than an hour),
      * then the key is taken before the replay. */
-    CHECK_RC(lock_str(&g, "rr", 5000, 0), LW_OK);
-    r = rh_cmd(&srv, "GET lock:rr");
-    CHECK(r && r->type == REDIS_REPLY_STRING && r->len < sizeof token);
-    memcpy(token, r->str, r->len + 1);
-    freeReplyObject(r);
-    CHECK_EQ(pthread_create(&t, NULL, waiter, NULL), 0);
-    CHECK(wait_until(queued, NULL, 10000) >= 0);
+    hold_with_waiter(&g, token, sizeof token, &t);
     CHECK_EQ(release_by_hand(token, "3600000"), 1);
-    snprintf(receipt, sizeof receipt, "{lock:rr}:w:%s:rel", token);
-    CHECK_RANGE(rh_cmd_int(&srv, "PTTL %s", receipt), 1, 6000);
+    check_receipt(token, receipt, sizeof receipt);
     CHECK_EQ(pthread_join(t, NULL), 0); /* woken: it took the key and left */
-    r = rh_cmd(&srv, "SET lock:rr someone-else PX 5000");
-    freeReplyObject(r);
+    CHECK_EQ(rh_cmd_int(&srv, "DEL lock:rr"), 0);
+    freeReplyObject(rh_cmd(&srv, "SET lock:rr someone-else PX 5000"));
     CHECK_RC(lw_guard_leave(&g), LW_OK);
 
     lw_shutdown();
