@@ -29,7 +29,11 @@ driver=$out/cmake/bench/lw_bench_driver
 
 # The harness builds its C baseline and installs npm packages next to itself:
 # run a private copy so the shared folder stays untouched.
-peers=$root/../shared/peers
+peers=${LW_PEERS_DIR:-$root/../shared/peers}
+[[ -f $peers/run.sh ]] || {
+  echo "bench/run.sh: no peer harness at $peers (set LW_PEERS_DIR)" >&2
+  exit 2
+}
 mkdir -p "$out/peers"
 cp -r "$peers/." "$out/peers/"
 chmod -R u+w "$out/peers"
