@@ -29,11 +29,10 @@
 #define BACKOFF_MAX_US   100000   /* no mailbox (BLPOP refused): poll this */
 #define MAILBOX_POLL_US  200000   /* blocked on the mailbox: poll this often */
 #define MAILBOX_MIN_US   1000     /* BLPOP counts milliseconds; 0 is forever */
-#define MAILBOX_OFF_US   10000000 /* after Redis refused BLPOP, poll this long \
-                                   */
-#define NAME_INLINE     256
-#define HOT_US          100000 /* a waited-for key stays "hot" this long */
-#define GRANT_ENTRY_MAX 32
+#define MAILBOX_OFF_US   10000000 /* BLPOP refused: poll this long */
+#define NAME_INLINE      256
+#define HOT_US           100000 /* a waited-for key stays "hot" this long */
+#define GRANT_ENTRY_MAX  32
 
 /*
  * One try is a pipeline of two plain commands, not a script: a script costs
