@@ -1,5 +1,5 @@
-/* Release: stop renewal first, then compare-and-delete our token and publish
- * the wake-up in the same script. */
+/* Release: stop renewal first, then compare-and-delete our token and tell
+ * the next waiter in the same script. */
 #include <lockweave.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,12 +16,24 @@
 #include "slot.h"
 #include "watchdog.h"
 
-static int verdict(struct lw_gimpl *g, long long result, int replayed)
+/* ran_out: the lease's end had passed by our clock when we sent the
+ * release.  The key may still have been ours in Redis (its TTL started when
+ * the SET ran, a little after we sent it), but the body was already told
+ * lw_still_held() == 0, and with max_renew used up the watchdog would have
+ * declared it lost at that moment had it had its turn: the same answer
+ * whichever thread gets there first. */
+static int verdict(struct lw_gimpl *g, long long result, int replayed,
+                   int ran_out)
 {
     const char *why;
 
-    if (result == 1 || result == 2)
-        return lw__lease_lost(&g->lease) ? LW_ELOST : LW_OK;
+    if (result == 1 || result == 2) {
+        if (lw__lease_lost(&g->lease))
+            return LW_ELOST; /* the watchdog said so, and logged it */
+        if (!ran_out)
+            return LW_OK;
+        result = 0; /* ran out by our clock: as if it had expired */
+    }
     /* A replayed release whose first attempt deleted the key reads "gone":
      * while our lease was still valid, that is our own delete. */
     if (result == 0 && replayed && lw__now_ms() < g->lease.valid_until_ms)
@@ -73,11 +85,13 @@ int lw__release(struct lw_gimpl *g)
 {
     struct lw_names names;
     redisReply *r = NULL;
-    int rc, replayed = 0;
+    int rc, replayed = 0, ran_out;
 
     /* Cancel renewal before deleting: a PEXPIRE in flight after our DEL
      * could otherwise extend a key someone else just created. */
     lw__watchdog_remove(&g->lease);
+    ran_out = lw__now_ms() >=
+              __atomic_load_n(&g->lease.valid_until_ms, __ATOMIC_RELAXED);
     if (g->lease.cfg->ep.topology == LW_TOPO_REDLOCK)
         return lw__redlock_release(g);
     rc = lw__names_init(&names, g->key, g->keylen);
@@ -91,7 +105,7 @@ int lw__release(struct lw_gimpl *g)
                                 &r, &replayed);
     }
     if (rc == LW_OK && r->type == REDIS_REPLY_INTEGER) {
-        rc = verdict(g, r->integer, replayed);
+        rc = verdict(g, r->integer, replayed, ran_out);
     } else {
         /* The body ran under the lock; only the early unlock failed.  The
          * key ends by its TTL, so waiters are delayed, not endangered. */
