@@ -338,23 +338,24 @@ static int await_mail(struct attempt *a, int64_t timeout_us, uint64_t *fence,
     lens[2] = (size_t)snprintf(secs, sizeof secs, "%lld.%03lld",
                                (long long)(timeout_us / 1000000),
                                (long long)(timeout_us / 1000 % 1000));
-    /* The router retries lost nodes itself: an error it returns is Redis's. */
     if (a->cluster)
-        rc = lw__route_pipeline(a->g->lease.cfg, a->slot, &cmd, 1, &r,
-                                &replayed, route_deadline(a));
+        rc = lw__route_pipeline_ex(a->g->lease.cfg, a->slot, &cmd, 1,
+                                   LW_CONN_RAW_ERRORS, &r, &replayed,
+                                   route_deadline(a));
     else
         rc = lw__conn_pipeline_ex(a->conn, &cmd, 1, LW_CONN_RAW_ERRORS, &r,
                                   &replayed);
     if (rc == LW_ROUTE_ASKED) /* the slot is moving: poll */
         return LW_EREDIS;
     if (rc != LW_OK)
-        return a->cluster && rc == LW_EREDIS ? MAILBOX_REFUSED : rc;
+        return rc;
     rc = 0;
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
         r->element[1]->type == REDIS_REPLY_STRING) {
         rc = parse_grant(r->element[1]->str, r->element[1]->len, fence, entry);
     } else if (r->type == REDIS_REPLY_ERROR) {
-        lw__conn_log_error(r);
+        if (!a->cluster) /* the router logged it */
+            lw__conn_log_error(r);
         rc = MAILBOX_REFUSED;
     } else if (r->type != REDIS_REPLY_NIL) {
         rc = LW_EREDIS;

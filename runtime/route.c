@@ -222,6 +222,7 @@ struct rreq {
     const size_t *lens;
     const struct lw_cmd *cmds;
     int n;
+    int raw_errors; /* hand a plain error reply back, with LW_OK */
 };
 
 static int send_to(struct lw_conn *c, const struct rreq *q, int flags,
@@ -291,6 +292,8 @@ static int route(const struct lw_settings *s, int slot, const struct rreq *q,
         case V_OK:
             return LW_OK;
         case V_ERROR:
+            if (q->raw_errors)
+                return LW_OK;
             free_replies(out, n);
             return LW_EREDIS;
         case V_MOVED:
@@ -319,12 +322,23 @@ static int route(const struct lw_settings *s, int slot, const struct rreq *q,
     }
 }
 
+int lw__route_pipeline_ex(const struct lw_settings *s, int slot,
+                          const struct lw_cmd *cmds, int n, int flags,
+                          redisReply **out, int *replayed, int64_t deadline_us)
+{
+    struct rreq q = {.script = -1,
+                     .cmds = cmds,
+                     .n = n,
+                     .raw_errors = (flags & LW_CONN_RAW_ERRORS) != 0};
+    return route(s, slot, &q, out, replayed, deadline_us);
+}
+
 int lw__route_pipeline(const struct lw_settings *s, int slot,
                        const struct lw_cmd *cmds, int n, redisReply **out,
                        int *replayed, int64_t deadline_us)
 {
-    struct rreq q = {.script = -1, .cmds = cmds, .n = n};
-    return route(s, slot, &q, out, replayed, deadline_us);
+    return lw__route_pipeline_ex(s, slot, cmds, n, 0, out, replayed,
+                                 deadline_us);
 }
 
 int lw__route_script(const struct lw_settings *s, int slot, int id, int nkeys,

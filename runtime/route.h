@@ -34,6 +34,13 @@ int lw__route_pipeline(const struct lw_settings *s, int slot,
                        const struct lw_cmd *cmds, int n, redisReply **out,
                        int *replayed, int64_t deadline_us);
 
+/* With LW_CONN_RAW_ERRORS in flags, an error reply that is neither a
+ * redirection nor worth retrying comes back in out with LW_OK (logged),
+ * as lw__conn_pipeline_ex() does. */
+int lw__route_pipeline_ex(const struct lw_settings *s, int slot,
+                          const struct lw_cmd *cmds, int n, int flags,
+                          redisReply **out, int *replayed, int64_t deadline_us);
+
 int lw__route_script(const struct lw_settings *s, int slot, int id, int nkeys,
                      int nargs, const char *const *argv, const size_t *lens,
                      redisReply **out, int *replayed, int64_t deadline_us);
