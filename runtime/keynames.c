@@ -1,12 +1,12 @@
 /*
  * Names of a lock's companion keys, laid out so that every key one script
  * touches hashes to the lock key's Redis Cluster slot (a script whose keys
- * span slots fails with CROSSSLOT).  Every name is "{T}R<suffix>", T being what
- * decides K's slot: K has a hash tag ("lock:stock:{42}")  ->
- * "{42}lock:stock:{42}:fence" K has none and no '}' ("lock:a{b")    ->
- * "{lock:a{b}:fence" K has none but holds a '}' ("lock:{}", "lock:a}b"): "{K}"
- * would end the tag early, so T is a short hex string picked to hash to K's
- * slot:
+ * span slots fails with CROSSSLOT).  Every name is "{T}R<suffix>", T being
+ * what decides K's slot:
+ *   K has a hash tag ("lock:stock:{42}")  ->  "{42}lock:stock:{42}:fence"
+ *   K has none and no '}' ("lock:a{b")    ->  "{lock:a{b}:fence"
+ *   K has none but holds a '}' ("lock:{}", "lock:a}b"): "{K}" would end the
+ *   tag early, so T is a short hex string picked to hash to K's slot:
  *                                         ->  "{<hex>}lock:a}b:fence"
  * Starting with '{', a companion can never be a lock key (those start with
  * the prefix, "lock:"), so locking "t{1}:fence" never touches the fence of
