@@ -1,7 +1,7 @@
 /*
  * fork() safety.  The child gets a copy of the parent's memory but only the
- * forking thread: the watchdog thread is gone, and every
- * lock the parent holds is the parent's.  Bumping lw__fork_gen makes the
+ * forking thread: the watchdog thread is gone, and every lock the parent
+ * holds is the parent's.  Bumping lw__fork_gen makes the
  * child drop inherited connections unused (their sockets are the parent's
  * streams) and treat inherited guards as not held (lw_still_held() == 0,
  * leaving them releases nothing).
