@@ -22,6 +22,37 @@ void flags_filter(lw_argv *out, char *const *in, int n, const char *dir,
  * input_abs.  0, or -1 after printing why. */
 int compdb_flags(const char *build_dir, const char *input_abs, lw_argv *out);
 
+/* ---- launch.c: a compile command run through lockweave-gen --launch ---- */
+
+typedef struct lw_compile {
+    char **argv; /* [launcher...] compiler args... */
+    int argc;
+    int first_opt;       /* argv[0..first_opt): the launchers and compiler */
+    int src;             /* index of the last C or C++ source, -1: none */
+    int nsrc;            /* C and C++ sources on the command line */
+    int cxx;             /* argv[src] is C++ */
+    int other_input;     /* an input of another language (-x c-header) */
+    int compile_only;    /* -c, -S, -E or -fsyntax-only: no link */
+    const char *obj;     /* -o, or NULL */
+    const char *depfile; /* -MF, or NULL */
+} lw_compile;
+
+void compile_parse(lw_compile *c, int argc, char **argv);
+/* Where the woven copy of c's source goes: beside the object, else beside
+ * what -c would write, else in a new temporary directory (*temp set: remove
+ * it after the compile).  Caller frees; NULL if no temporary was made. */
+char *compile_woven_path(const lw_compile *c, int *temp);
+/* Run c's command with argv[src] replaced by source (NULL: kept), pre after
+ * the compiler and post at the end.  Without a depfile or a file to remove
+ * afterwards it execs the compiler; otherwise it waits, adds this
+ * generator's two executables to the depfile and removes remove_after (and
+ * its directory).  Returns the compiler's exit status. */
+int compile_run(const lw_compile *c, const char *source, const lw_argv *pre,
+                const lw_argv *post, const char *remove_after);
+/* Paths of lockweave-gen and lockweave-gen-scan, the one running and its
+ * sibling.  0 or -1. */
+int self_paths(char *front, char *scan, size_t size);
+
 /* prescan.c: 1 when REDIS_LOCK appears in text (the file at path) or in a
  * project header it includes (by text, without preprocessing).  Appends
  * every file read to seen. */

@@ -36,3 +36,35 @@ int depfile_write(const char *path, const char *target, const char *const *deps,
     buf_free(&b);
     return rc;
 }
+
+int depfile_add(const char *path, const char *const *deps, int ndeps)
+{
+    lw_buf in = {0}, out = {0};
+    int rc = -1;
+    if (file_read(path, &in) != 0 || !in.p)
+        goto cleanup;
+    /* The rule's targets end at the first unescaped ':' followed by a
+     * blank or the end of the line. */
+    size_t i = 0;
+    for (; i < in.len; i++) {
+        if (in.p[i] == '\\' && i + 1 < in.len)
+            i++;
+        else if (in.p[i] == ':' && (i + 1 == in.len || in.p[i + 1] == ' ' ||
+                                    in.p[i + 1] == '\t' ||
+                                    in.p[i + 1] == '\n' || in.p[i + 1] == '\r'))
+            break;
+    }
+    if (i == in.len)
+        goto cleanup;
+    buf_put(&out, in.p, i + 1);
+    for (int k = 0; k < ndeps; k++) {
+        buf_putc(&out, ' ');
+        put_escaped(&out, deps[k]);
+    }
+    buf_put(&out, in.p + i + 1, in.len - i - 1);
+    rc = file_write_if_changed(path, out.p, out.len, 0);
+cleanup:
+    buf_free(&in);
+    buf_free(&out);
+    return rc;
+}

@@ -136,19 +136,33 @@ int keytmpl_compile(const lw_annot *a, const char *fname,
 
 /* ---- scan.c / weave.c ------------------------------------------------- */
 
-/* One annotated definition to weave, everything already as text. */
+/* One annotated definition to weave, everything already as text.
+ *
+ * The body keeps its name, so compiler messages, __func__ and debuggers
+ * call it what the user did: every other mention of the name in the file
+ * becomes the wrapper, lw__lock_<name>, through a #define the woven file
+ * starts with (#undef'd just around the definition's name), and
+ * #pragma redefine_extname gives the wrapper the function's symbol.  When
+ * the name was declared before the file's first line (a forced include),
+ * that #define cannot reach the declaration: the definition's name is
+ * then renamed in place instead (rename_in_place). */
 typedef struct lw_func {
     char *name;
-    size_t name_off;   /* offset of the definition's name token */
-    size_t insert_off; /* where the prototypes go (start of the definition) */
-    char *protos;      /* "static int f(int); static int lw__f_body(int); " */
-    char *wrapper;     /* the full wrapper definition, several lines */
-    char *body_name;
+    size_t name_off;    /* offset of the definition's name token */
+    size_t insert_off;  /* where the definition starts (its annotation) */
+    char *wrapper_name; /* lw__lock_<name>: the wrapper's C name */
+    char *body_name;    /* lw__<name>_body: the body's symbol */
+    char *protos;  /* the wrapper's and the body's declarations, one line */
+    char *wrapper; /* the full wrapper definition, several lines */
+    int external;  /* the wrapper has external linkage (gets the symbol) */
+    int rename_in_place;
 } lw_func;
 
 typedef struct lw_scan {
-    const char *input; /* absolute path of the input */
-    lw_src main;       /* its text */
+    const char *input;     /* absolute path of the input */
+    const char *line_name; /* its name in #line (as the compiler got it) */
+    int cxx;               /* parsed as C++: annotated definitions refused */
+    lw_src main;           /* its text */
     lw_func *funcs;
     int nfuncs;
     char **deps; /* files the parse read (for the depfile) */
@@ -162,8 +176,16 @@ void scan_free(lw_scan *s);
 
 /* Build the woven text of s into out. */
 void weave(const lw_scan *s, const char *output_abs, lw_buf *out);
-/* The output for a file without REDIS_LOCK. */
-void weave_passthrough(const char *input_abs, lw_buf *out);
+/* What REDIS_LOCK expands to (LW__MODE in <lockweave.h>): in lockweave-gen's
+ * parse; in a file it wove or found only annotated declarations in; in a
+ * file it compiled without parsing, having found no REDIS_LOCK. */
+#define LW_MODE_SCAN     "LW__MODE_SCAN"
+#define LW_MODE_WOVEN    "LW__MODE_WOVEN"
+#define LW_MODE_UNPARSED "LW__MODE_UNPARSED"
+
+/* The whole output for a file with no annotated definition: the original,
+ * included as it is, under mode (LW_MODE_WOVEN or LW_MODE_UNPARSED). */
+void weave_passthrough(const char *input_abs, const char *mode, lw_buf *out);
 /* The character a one-letter backslash escape stands for (n t r b f a v:
  * shared by C literals and JSON strings), or -1. */
 static inline int escape_char(char x)
@@ -193,6 +215,9 @@ void put_user_expr(lw_buf *b, const lw_src *src, size_t off, const char *expr);
 
 int depfile_write(const char *path, const char *target, const char *const *deps,
                   int ndeps);
+/* Add deps to the first rule of an existing depfile (the compiler's).  0 or
+ * -1. */
+int depfile_add(const char *path, const char *const *deps, int ndeps);
 
 /* Version of this generator (the project version). */
 #ifndef LW_GEN_VERSION

@@ -5,6 +5,8 @@
  */
 #include "lwgen.h"
 
+#include <string.h>
+
 void put_line_path(lw_buf *b, const char *path)
 {
     buf_putc(b, '"');
@@ -35,12 +37,15 @@ void put_banner(lw_buf *b, const char *input, const char *what)
     buf_printf(b, " \xe2\x80\x94 do not edit%s */\n", what);
 }
 
-void weave_passthrough(const char *input_abs, lw_buf *out)
+void weave_passthrough(const char *input_abs, const char *mode, lw_buf *out)
 {
     /* Including the file (instead of copying it) keeps its own directory
      * first for "quoted" includes and its name in every message. */
-    put_banner(out, input_abs, "; no REDIS_LOCK here, compiled as is");
-    buf_puts(out, "#include ");
+    put_banner(out, input_abs,
+               strcmp(mode, LW_MODE_WOVEN) == 0
+                   ? "; REDIS_LOCK on declarations only, compiled as is"
+                   : "; no REDIS_LOCK here, compiled as is");
+    buf_printf(out, "#define LW__MODE %s\n#include ", mode);
     put_line_path(out, input_abs);
     buf_putc(out, '\n');
 }

@@ -15,12 +15,38 @@ typedef struct src_cache {
     lw_src src;
 } src_cache;
 
+/* The parameter names of a declaration carrying a REDIS_LOCK: the key
+ * and the options name parameters as the declaration they are written on
+ * does, even when the definition calls them otherwise. */
+typedef struct annotated_decl {
+    const lw_src *src;
+    size_t off; /* where its REDIS_LOCK is */
+    char **names;
+    int n;
+} annotated_decl;
+
 typedef struct walk {
     lw_scan *s;
     CXTranslationUnit tu;
     CXFile main_file;
     src_cache files[64];
     int nfiles;
+    /* The same parse with function bodies, made only when the text cannot
+     * tell a definition from a declaration. */
+    CXIndex idx;
+    const char *const *args;
+    int nargs;
+    CXTranslationUnit full;
+    int full_tried;
+    annotated_decl *decls;
+    int ndecls;
+    /* Files included before the main file's first line (-include). */
+    CXFile forced[16];
+    int nforced;
+    /* Where <lockweave.h> is first included from the main file (-1: not
+     * at all; 0 when through a forced include). */
+    long lockweave_h_at;
+    int reported_missing_header;
 } walk;
 
 static const lw_src *src_of(walk *w, CXFile f)
@@ -116,10 +142,9 @@ static enum CXChildVisitResult attrs_visit(CXCursor c, CXCursor parent,
 
 /* ---- one annotated definition ----------------------------------------- */
 
-static int next_is_brace(const lw_src *src, size_t off)
+/* The first character after off that is not blank or comment, or 0. */
+static char next_char(const lw_src *src, size_t off)
 {
-    /* With function bodies skipped, a definition ends where its body would
-     * start; only a definition is followed by '{'. */
     while (off < src->len) {
         char c = src->text[off];
         if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' ||
@@ -133,19 +158,97 @@ static int next_is_brace(const lw_src *src, size_t off)
             while (off < src->len && src->text[off] != '\n')
                 off++;
         } else
-            return c == '{';
+            return c;
     }
     return 0;
 }
 
-static int is_definition(walk *w, CXCursor c)
+/* Whether the token at off of src is the identifier name, written there
+ * (not produced by a macro). */
+static int written_at(const lw_src *src, size_t off, const char *name)
 {
-    if (clang_isCursorDefinition(c))
+    size_t n = strlen(name);
+    if (!src || !src->text || off + n > src->len ||
+        memcmp(src->text + off, name, n) != 0)
+        return 0;
+    char after = off + n < src->len ? src->text[off + n] : 0;
+    return !(after == '_' || (after >= '0' && after <= '9') ||
+             (after >= 'a' && after <= 'z') || (after >= 'A' && after <= 'Z'));
+}
+
+typedef struct full_find {
+    CXString usr;
+    CXFile file;
+    unsigned off;
+    int found, def;
+} full_find;
+
+static enum CXChildVisitResult full_visit(CXCursor c, CXCursor parent,
+                                          CXClientData d)
+{
+    (void)parent;
+    full_find *ff = d;
+    enum CXCursorKind k = clang_getCursorKind(c);
+    if (k == CXCursor_LinkageSpec)
+        return CXChildVisit_Recurse;
+    if (k != CXCursor_FunctionDecl)
+        return CXChildVisit_Continue;
+    CXFile f;
+    unsigned off;
+    clang_getExpansionLocation(clang_getCursorLocation(c), &f, NULL, NULL,
+                               &off);
+    CXString usr = clang_getCursorUSR(c);
+    if (off == ff->off && f && ff->file && clang_File_isEqual(f, ff->file) &&
+        strcmp(clang_getCString(usr), clang_getCString(ff->usr)) == 0) {
+        ff->found = 1;
+        ff->def |= clang_isCursorDefinition(c);
+    }
+    clang_disposeString(usr);
+    return CXChildVisit_Continue;
+}
+
+/* Is c a definition?  With function bodies skipped (the fast parse)
+ * libclang answers no for every function, so the text decides: a '{'
+ * right after the declaration, or a ';' or ',', both where the name is
+ * written in the file.  When a macro wrote the declaration, or the text
+ * after it, only the compiler can tell: the file is parsed again, bodies
+ * included, once.  A parse that fails counts as a definition, the answer
+ * that is refused rather than woven. */
+static int is_definition(walk *w, CXCursor c, const char *name)
+{
+    size_t name_off, end;
+    const lw_src *nsrc = where(w, clang_getCursorLocation(c), &name_off);
+    const lw_src *esrc =
+        where(w, clang_getRangeEnd(clang_getCursorExtent(c)), &end);
+    if (nsrc && nsrc == esrc && written_at(nsrc, name_off, name)) {
+        char next = next_char(esrc, end);
+        if (next == '{')
+            return 1;
+        if (next == ';' || next == ',')
+            return 0;
+    }
+    if (!w->full_tried) {
+        w->full_tried = 1;
+        if (clang_parseTranslationUnit2(w->idx, w->s->input, w->args, w->nargs,
+                                        NULL, 0, CXTranslationUnit_KeepGoing,
+                                        &w->full) != CXError_Success)
+            w->full = NULL;
+    }
+    if (!w->full)
         return 1;
-    size_t off;
-    CXSourceRange r = clang_getCursorExtent(c);
-    const lw_src *src = where(w, clang_getRangeEnd(r), &off);
-    return src && src->text && next_is_brace(src, off);
+    full_find ff = {.usr = clang_getCursorUSR(c)};
+    CXFile f;
+    unsigned off;
+    clang_getExpansionLocation(clang_getCursorLocation(c), &f, NULL, NULL,
+                               &off);
+    CXString fname = clang_getFileName(f);
+    ff.file = clang_getFile(w->full, clang_getCString(fname));
+    ff.off = off;
+    clang_disposeString(fname);
+    clang_visitChildren(clang_getTranslationUnitCursor(w->full), full_visit,
+                        &ff);
+    clang_disposeString(ff.usr);
+    return ff.found ? ff.def : 1;
 }
 
 /* A C comment can hold the annotation text for the reader of the woven
@@ -187,14 +290,46 @@ static void put_skip_if(lw_buf *wr, const lw_annot *a, const char *note,
                leave, retstmt);
 }
 
+/* "name(int a, char *b)": a prototype for the parameters of c, to suggest
+ * in place of its K&R definition. */
+static void put_kr_hint(lw_buf *b, CXCursor c, const char *name)
+{
+    buf_printf(b, "%s(", name);
+    int n = clang_Cursor_getNumArguments(c);
+    for (int i = 0; i < n; i++) {
+        CXCursor p = clang_Cursor_getArgument(c, (unsigned)i);
+        char *pn = spelling(p);
+        if (i)
+            buf_puts(b, ", ");
+        if (decl_print(b, clang_getCursorType(p), pn) != 0)
+            buf_printf(b, "... %s", pn);
+        free(pn);
+    }
+    buf_puts(b, n ? ")" : "void)");
+}
+
+static void report_kr(const lw_src *src, size_t off, CXCursor c,
+                      const char *name)
+{
+    lw_buf hint = {0};
+    put_kr_hint(&hint, c, name);
+    diag(LW_DIAG_ERROR, src, off,
+         "'%s' is an old-style (K&R) definition: REDIS_LOCK needs a "
+         "prototype, as in '%s'",
+         name, hint.p);
+    buf_free(&hint);
+}
+
 static int build_func(walk *w, CXCursor def, lw_annot *a, const char *name,
-                      size_t name_off, lw_func *out)
+                      size_t name_off, const annotated_decl *ad, int in_place,
+                      lw_func *out)
 {
     int rc = -1;
     lw_param *params = NULL;
     const char **pnames = NULL;
     lw_buf protos = {0}, wr = {0}, keycode = {0}, args = {0}, zero = {0};
     lw_buf fullspec = {0}; /* spec with the visibility, when any */
+    lw_buf wname = {0}, bname = {0}, lift = {0}, restore = {0};
     const lw_src *msrc = &w->s->main;
     CXType fn = clang_getCursorType(def);
     if (fn.kind != CXType_FunctionProto && fn.kind != CXType_FunctionNoProto)
@@ -204,10 +339,7 @@ static int build_func(walk *w, CXCursor def, lw_annot *a, const char *name,
         nparams = 0;
 
     if (fn.kind == CXType_FunctionNoProto && nparams > 0) {
-        diag(LW_DIAG_ERROR, msrc, name_off,
-             "'%s' is an old-style (K&R) definition: REDIS_LOCK needs a "
-             "prototype, as in '%s(int a)'",
-             name, name);
+        report_kr(msrc, name_off, def, name);
         goto cleanup;
     }
     if (fn.kind == CXType_FunctionProto && clang_isFunctionTypeVariadic(fn)) {
@@ -218,11 +350,14 @@ static int build_func(walk *w, CXCursor def, lw_annot *a, const char *name,
         goto cleanup;
     }
 
+    /* Parameters go by the names of the declaration the annotation is
+     * written on, where the definition's differ. */
     params = xmalloc(sizeof *params * (size_t)(nparams + 1));
     pnames = xmalloc(sizeof *pnames * (size_t)(nparams + 1));
     for (int i = 0; i < nparams; i++) {
         CXCursor p = clang_Cursor_getArgument(def, (unsigned)i);
-        char *n = spelling(p);
+        char *n = ad && i < ad->n && *ad->names[i] ? xstrdup(ad->names[i])
+                                                   : spelling(p);
         params[i].type = clang_getCursorType(p);
         if (*n) {
             params[i].name = n;
@@ -285,28 +420,38 @@ static int build_func(walk *w, CXCursor def, lw_annot *a, const char *name,
     buf_puts(&fullspec, spec);
     spec = fullspec.p;
 
-    /* The renamed body is static, so it can never be called around the
-     * wrapper.  Except under a plain external `inline` wrapper: C forbids an
-     * inline definition with external linkage to refer to an internal
-     * name, so there the body gets external linkage; its declaration without
+    /* The body is static, so it can never be called around the wrapper.
+     * Except under a plain external `inline` wrapper: C forbids an inline
+     * definition with external linkage to refer to an internal name, so
+     * there the body gets external linkage; its declaration without
      * `inline` makes its definition the one external definition. */
     const char *bspec = (!internal && inl && !ext) ? "" : "static ";
+    buf_printf(&wname, "lw__lock_%s", name);
+    buf_printf(&bname, "lw__%s_body", name);
 
-    lw_buf body = {0};
-    buf_printf(&body, "lw__%s_body", name);
-    out->body_name = buf_take(&body);
-
-    /* Prototypes go in front of the definition, on its own line so no line
-     * number moves: the wrapper's (so a recursive call in the body goes
-     * through the lock) and the body's (so the definition gets its
-     * linkage). */
+    /* What goes in front of the definition.  The wrapper's declaration, so
+     * a call in the body (recursion) goes through the lock; then the
+     * body's, which gives the definition its linkage and its symbol. */
     buf_puts(&protos, spec);
     if (decl_print(&protos, fn, name) != 0)
         goto badtype;
-    buf_printf(&protos, "; %s", bspec);
-    if (decl_print(&protos, fn, out->body_name) != 0)
-        goto badtype;
-    buf_puts(&protos, "; ");
+    if (in_place) {
+        /* On the definition's own line, so no line number moves. */
+        buf_printf(&protos, "; %s", bspec);
+        if (decl_print(&protos, fn, bname.p) != 0)
+            goto badtype;
+        buf_puts(&protos, "; ");
+    } else {
+        buf_printf(&protos, ";\n#undef %s\n%s", name, bspec);
+        if (decl_print(&protos, fn, name) != 0)
+            goto badtype;
+        buf_printf(&protos, " __asm__(\"%s\");\n", bname.p);
+        /* In the wrapper the name is the wrapper's own; the body is
+         * called with the #define lifted for that one line. */
+        buf_printf(&lift, "#undef %s\n", name);
+        buf_printf(&restore, "#define %s %s\n", name, wname.p);
+    }
+    const char *callee = in_place ? bname.p : name;
 
     /* The wrapper. */
     buf_puts(&wr, "\n/* ");
@@ -354,26 +499,30 @@ static int build_func(walk *w, CXCursor def, lw_annot *a, const char *name,
     if (a->skip_if)
         put_skip_if(&wr, a, " /* checked again under the lock */",
                     "        lw_guard_leave(&lw__g);\n", retstmt.p);
+    buf_put(&wr, lift.p, lift.len);
     if (is_void)
-        buf_printf(&wr, "    %s(%s);\n    lw_guard_leave(&lw__g);\n}\n",
-                   out->body_name, args.p ? args.p : "");
+        buf_printf(&wr, "    %s(%s);\n", callee, args.p ? args.p : "");
     else {
         buf_puts(&wr, "    ");
         if (decl_print(&wr, ret, "lw__r") != 0) {
             buf_free(&retstmt);
             goto badtype;
         }
-        buf_printf(
-            &wr,
-            " = %s(%s);\n    lw_guard_leave(&lw__g);\n    return lw__r;\n}\n",
-            out->body_name, args.p ? args.p : "");
+        buf_printf(&wr, " = %s(%s);\n", callee, args.p ? args.p : "");
     }
+    buf_put(&wr, restore.p, restore.len);
+    buf_printf(&wr, "    lw_guard_leave(&lw__g);\n%s}\n",
+               is_void ? "" : "    return lw__r;\n");
     buf_free(&retstmt);
 
     out->name = xstrdup(name);
     out->name_off = name_off;
+    out->wrapper_name = buf_take(&wname);
+    out->body_name = buf_take(&bname);
     out->protos = buf_take(&protos);
     out->wrapper = buf_take(&wr);
+    out->external = !internal;
+    out->rename_in_place = in_place;
     rc = 0;
     goto cleanup;
 badtype:
@@ -382,10 +531,6 @@ badtype:
          "(an unnamed struct or a variable-length array); use a typedef",
          name);
 cleanup:
-    if (rc != 0) {
-        free(out->body_name);
-        out->body_name = NULL;
-    }
     for (int i = 0; params && i < nparams; i++) {
         free(params[i].name);
         free(params[i].use);
@@ -398,19 +543,124 @@ cleanup:
     buf_free(&args);
     buf_free(&zero);
     buf_free(&fullspec);
+    buf_free(&wname);
+    buf_free(&bname);
+    buf_free(&lift);
+    buf_free(&restore);
     return rc;
+}
+
+static void func_free(lw_func *f)
+{
+    free(f->name);
+    free(f->wrapper_name);
+    free(f->body_name);
+    free(f->protos);
+    free(f->wrapper);
+}
+
+static int is_forced(const walk *w, CXFile f)
+{
+    for (int i = 0; f && i < w->nforced; i++)
+        if (clang_File_isEqual(f, w->forced[i]))
+            return 1;
+    return 0;
+}
+
+typedef struct early_find {
+    const walk *w;
+    CXString usr;
+    int found;
+} early_find;
+
+static enum CXChildVisitResult early_visit(CXCursor c, CXCursor parent,
+                                           CXClientData d)
+{
+    (void)parent;
+    early_find *e = d;
+    enum CXCursorKind k = clang_getCursorKind(c);
+    if (k == CXCursor_LinkageSpec)
+        return CXChildVisit_Recurse;
+    if (k != CXCursor_FunctionDecl)
+        return CXChildVisit_Continue;
+    CXFile f;
+    clang_getExpansionLocation(clang_getCursorLocation(c), &f, NULL, NULL,
+                               NULL);
+    if (!is_forced(e->w, f))
+        return CXChildVisit_Continue;
+    CXString usr = clang_getCursorUSR(c);
+    e->found = strcmp(clang_getCString(usr), clang_getCString(e->usr)) == 0;
+    clang_disposeString(usr);
+    return e->found ? CXChildVisit_Break : CXChildVisit_Continue;
+}
+
+/* Is c's function declared in a file included before the main file's
+ * first line (-include), where the woven file's #define cannot reach? */
+static int declared_early(const walk *w, CXCursor c)
+{
+    if (w->nforced == 0)
+        return 0;
+    early_find e = {w, clang_getCursorUSR(c), 0};
+    clang_visitChildren(clang_getTranslationUnitCursor(w->tu), early_visit, &e);
+    clang_disposeString(e.usr);
+    return e.found;
+}
+
+/* Remember the parameter names of a declaration whose own REDIS_LOCK is at
+ * (src, off). */
+static void note_annotated_decl(walk *w, CXCursor c, const lw_src *src,
+                                size_t off)
+{
+    for (int i = 0; i < w->ndecls; i++)
+        if (w->decls[i].src == src && w->decls[i].off == off)
+            return;
+    int n = clang_Cursor_getNumArguments(c);
+    annotated_decl d = {src, off, xmalloc(sizeof(char *) * (size_t)(n + 1)),
+                        n < 0 ? 0 : n};
+    for (int i = 0; i < d.n; i++)
+        d.names[i] = spelling(clang_Cursor_getArgument(c, (unsigned)i));
+    w->decls = xrealloc(w->decls, sizeof *w->decls * (size_t)(w->ndecls + 1));
+    w->decls[w->ndecls++] = d;
+}
+
+static const annotated_decl *find_annotated_decl(const walk *w,
+                                                 const lw_src *src, size_t off)
+{
+    for (int i = 0; i < w->ndecls; i++)
+        if (w->decls[i].src == src && w->decls[i].off == off)
+            return &w->decls[i];
+    return NULL;
+}
+
+/* The identifier at off of src (a macro's name where a macro wrote the
+ * definition), in a static buffer. */
+static const char *word_at(const lw_src *src, size_t off)
+{
+    static char w[128];
+    size_t n = 0;
+    while (src && src->text && off + n < src->len && n + 1 < sizeof w) {
+        char c = src->text[off + n];
+        if (!(c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+              (c >= 'A' && c <= 'Z')))
+            break;
+        w[n++] = c;
+    }
+    w[n] = 0;
+    return w;
 }
 
 static void handle_function(walk *w, CXCursor c)
 {
     fn_attrs fa = {.w = w};
     clang_visitChildren(c, attrs_visit, &fa);
-    int def = is_definition(w, c);
-    size_t name_off;
-    const lw_src *nsrc = where(w, clang_getCursorLocation(c), &name_off);
-    int in_main = nsrc == &w->s->main;
     if (fa.n == 0)
         return;
+    size_t name_off, start_off, end_off;
+    const lw_src *nsrc = where(w, clang_getCursorLocation(c), &name_off);
+    CXSourceRange ext = clang_getCursorExtent(c);
+    const lw_src *ssrc = where(w, clang_getRangeStart(ext), &start_off);
+    const lw_src *esrc = where(w, clang_getRangeEnd(ext), &end_off);
+    int in_main = nsrc == &w->s->main;
 
     char *name = spelling(c);
     CXType ft = clang_getCursorType(c);
@@ -421,34 +671,71 @@ static void handle_function(walk *w, CXCursor c)
      * of the function's declarator. */
     int kr = ft.kind == CXType_FunctionNoProto &&
              clang_Cursor_getNumArguments(c) > 0;
-    size_t decl_end;
-    const lw_src *esrc =
-        where(w, clang_getRangeEnd(clang_getCursorExtent(c)), &decl_end);
     for (int i = 0; !kr && i < clang_Cursor_getNumArguments(c); i++) {
         size_t poff;
         const lw_src *psrc = where(
             w,
             clang_getCursorLocation(clang_Cursor_getArgument(c, (unsigned)i)),
             &poff);
-        kr = psrc == esrc && poff > decl_end;
+        kr = psrc == esrc && poff > end_off;
     }
     if (kr) {
-        diag(LW_DIAG_ERROR, nsrc, name_off,
-             "'%s' is an old-style (K&R) definition: REDIS_LOCK needs a "
-             "prototype, as in '%s(int a)'",
-             name, name);
+        report_kr(nsrc, name_off, c, name);
         goto cleanup;
     }
+    int def = is_definition(w, c, name);
     /* A declaration: its annotation reaches the definition (clang copies
-     * it there).  One written after the definition never reaches it; clang
-     * warns and pass_diag() turns that into an error. */
-    if (!def)
+     * it there), naming parameters as this declaration does.  One written
+     * after the definition never reaches it; clang warns and pass_diag()
+     * turns that into an error. */
+    if (!def) {
+        for (int i = 0; i < fa.n; i++)
+            if (fa.src[i] == ssrc && ssrc == esrc && fa.off[i] >= start_off &&
+                fa.off[i] <= end_off)
+                note_annotated_decl(w, c, fa.src[i], fa.off[i]);
         goto cleanup;
-    if (!in_main) {
+    }
+    /* The definition's name must be written as such, or the weave would
+     * have to rename it inside a macro. */
+    if (!written_at(nsrc, name_off, name)) {
+        if (esrc && next_char(esrc, end_off) == '{')
+            diag(LW_DIAG_ERROR, nsrc, name_off,
+                 "the name of '%s' comes from the macro '%s', where lockweave "
+                 "cannot rename it; write the name itself in the definition",
+                 name, word_at(nsrc, name_off));
+        else
+            diag(LW_DIAG_ERROR, nsrc, name_off,
+                 "'%s' is defined by the macro '%s', where lockweave cannot "
+                 "rename it; let the macro define a function without "
+                 "REDIS_LOCK and annotate a plain function that calls it",
+                 name, word_at(nsrc, name_off));
+        goto cleanup;
+    }
+    if (w->s->cxx) {
         diag(LW_DIAG_ERROR, nsrc, name_off,
-             "REDIS_LOCK on '%s', which is defined in a header: lockweave can "
-             "only weave definitions in the .c file being compiled",
+             "REDIS_LOCK on '%s', defined in C++: lockweave weaves C "
+             "functions; define it in a .c file (C++ callers reach it "
+             "through an extern \"C\" declaration)",
              name);
+        goto cleanup;
+    }
+    if (!in_main) {
+        const char *file = nsrc && nsrc->name ? nsrc->name : "a header";
+        size_t fl = strlen(file);
+        if (fl > 2 && strcmp(file + fl - 2, ".c") == 0)
+            diag(LW_DIAG_ERROR, nsrc, name_off,
+                 "REDIS_LOCK on '%s', defined in a .c file that the file "
+                 "being compiled #includes (a unity build?): lockweave weaves "
+                 "definitions of the compiled file only; compile this file "
+                 "on its own (SKIP_UNITY_BUILD_INCLUSION)",
+                 name);
+        else
+            diag(LW_DIAG_ERROR, nsrc, name_off,
+                 "REDIS_LOCK on '%s', which is defined in a header: lockweave "
+                 "weaves definitions in the .c file being compiled only; "
+                 "declare it in the header (REDIS_LOCK may stay there) and "
+                 "define it, without 'static inline', in one .c file",
+                 name);
         goto cleanup;
     }
 
@@ -466,37 +753,18 @@ static void handle_function(walk *w, CXCursor c)
         }
         free(t);
     }
-    /* The definition's name must be written as such in this file, or the
-     * rename would land in a macro. */
-    size_t nlen = strlen(name);
-    const lw_src *m = &w->s->main;
-    int literal_name = name_off + nlen <= m->len &&
-                       memcmp(m->text + name_off, name, nlen) == 0;
-    if (literal_name) {
-        char after = name_off + nlen < m->len ? m->text[name_off + nlen] : 0;
-        if (after == '_' || (after >= '0' && after <= '9') ||
-            (after >= 'a' && after <= 'z') || (after >= 'A' && after <= 'Z'))
-            literal_name = 0;
-    }
-    if (!literal_name) {
-        diag(LW_DIAG_ERROR, m, name_off,
-             "the name of '%s' comes from a macro expansion and cannot be "
-             "renamed safely; write the function name directly",
-             name);
-        conflict = 1;
-    }
 
     lw_annot a = {0};
     a.text = xstrdup(first + sizeof LW_ANNOT_PREFIX - 1);
     a.src = fa.src[0];
     a.at = fa.off[0];
     free(first);
+    const annotated_decl *ad = find_annotated_decl(w, fa.src[0], fa.off[0]);
+    int in_place = declared_early(w, c);
+    lw_func f = {0};
     if (annot_parse(&a) == 0 && !conflict) {
-        lw_func f = {0};
-        size_t ins;
-        where(w, clang_getRangeStart(clang_getCursorExtent(c)), &ins);
-        if (build_func(w, c, &a, name, name_off, &f) == 0) {
-            f.insert_off = ins;
+        if (build_func(w, c, &a, name, name_off, ad, in_place, &f) == 0) {
+            f.insert_off = ssrc == nsrc ? start_off : name_off;
             lw_scan *s = w->s;
             s->funcs =
                 xrealloc(s->funcs, sizeof *s->funcs * (size_t)(s->nfuncs + 1));
@@ -504,13 +772,8 @@ static void handle_function(walk *w, CXCursor c)
         }
     } else if (a.key) {
         /* Still check the key, so one run reports everything. */
-        lw_func f = {0};
-        if (build_func(w, c, &a, name, name_off, &f) == 0) {
-            free(f.name);
-            free(f.protos);
-            free(f.wrapper);
-            free(f.body_name);
-        }
+        if (build_func(w, c, &a, name, name_off, ad, in_place, &f) == 0)
+            func_free(&f);
     }
     annot_free(&a);
 cleanup:
@@ -574,12 +837,48 @@ static enum CXChildVisitResult walk_visit(CXCursor c, CXCursor parent,
 
 /* ---- clang's own diagnostics ------------------------------------------ */
 
+/* The offset of "REDIS_LOCK" on the line of src holding off, or -1. */
+static long kw_on_line(const lw_src *src, size_t off)
+{
+    static const char kw[] = "REDIS_LOCK";
+    if (!src || !src->text || off > src->len)
+        return -1;
+    size_t bol = off, eol = off;
+    while (bol > 0 && src->text[bol - 1] != '\n')
+        bol--;
+    while (eol < src->len && src->text[eol] != '\n')
+        eol++;
+    for (size_t i = bol; i + sizeof kw - 1 <= eol; i++)
+        if (memcmp(src->text + i, kw, sizeof kw - 1) == 0)
+            return (long)i;
+    return -1;
+}
+
 static void pass_diag(walk *w, CXDiagnostic d, int as_note)
 {
     enum CXDiagnosticSeverity sev = clang_getDiagnosticSeverity(d);
     size_t off;
     const lw_src *src = where(w, clang_getDiagnosticLocation(d), &off);
     CXString msg = clang_getDiagnosticSpelling(d);
+    long at;
+    if (w->reported_missing_header)
+        goto done;
+    /* A GCC option clang does not know: the driver drops it, and so does
+     * the scan (the compiler that builds the file knows it). */
+    if (!src && strncmp(clang_getCString(msg), "unknown argument", 16) == 0)
+        goto done;
+    /* Without <lockweave.h> before it, REDIS_LOCK is a plain identifier and
+     * clang's errors about it say nothing useful: say what is missing,
+     * once, and nothing more. */
+    if (!as_note && (at = kw_on_line(src, off)) >= 0 &&
+        (w->lockweave_h_at < 0 ||
+         (src == &w->s->main && w->lockweave_h_at > at))) {
+        diag(LW_DIAG_ERROR, src, (size_t)at,
+             "REDIS_LOCK is used here without <lockweave.h>: add #include "
+             "<lockweave.h> above it");
+        w->reported_missing_header = 1;
+        goto done;
+    }
     if (!as_note && sev < CXDiagnostic_Error) {
         /* Warnings are the compiler's business, except those that point at
          * a REDIS_LOCK: each means clang dropped the attribute (after the
@@ -609,35 +908,50 @@ static void pass_diag(walk *w, CXDiagnostic d, int as_note)
                 clang_disposeDiagnostic(k);
             }
         }
-        clang_disposeString(msg);
-        return;
+        goto done;
     }
     int kind = as_note || sev == CXDiagnostic_Note ? LW_DIAG_NOTE
                : sev >= CXDiagnostic_Error         ? LW_DIAG_ERROR
                                                    : LW_DIAG_WARNING;
     diag(kind, src, off, "%s", clang_getCString(msg));
-    clang_disposeString(msg);
     CXDiagnosticSet kids = clang_getChildDiagnostics(d);
     for (unsigned i = 0; i < clang_getNumDiagnosticsInSet(kids); i++) {
         CXDiagnostic k = clang_getDiagnosticInSet(kids, i);
         pass_diag(w, k, 1);
         clang_disposeDiagnostic(k);
     }
+done:
+    clang_disposeString(msg);
 }
 
 /* ---- dependencies ----------------------------------------------------- */
 
+/* Every file read (the depfile), the files included before the main
+ * file's first line (their outermost #include is not in the main file),
+ * and where <lockweave.h> comes in. */
 static void incl_visit(CXFile f, CXSourceLocation *stack, unsigned n,
                        CXClientData d)
 {
-    (void)stack;
-    (void)n;
-    lw_scan *s = d;
+    walk *w = d;
+    lw_scan *s = w->s;
     CXString name = clang_getFileName(f);
     const char *p = clang_getCString(name);
     if (p) {
         s->deps = xrealloc(s->deps, sizeof *s->deps * (size_t)(s->ndeps + 1));
         s->deps[s->ndeps++] = path_absolute(p);
+    }
+    if (n > 0) {
+        CXFile outer;
+        unsigned off;
+        clang_getExpansionLocation(stack[n - 1], &outer, NULL, NULL, &off);
+        int forced = !outer || !clang_File_isEqual(outer, w->main_file);
+        if (forced && w->nforced < (int)(sizeof w->forced / sizeof *w->forced))
+            w->forced[w->nforced++] = f;
+        const char *base = p ? strrchr(p, '/') : NULL;
+        base = base ? base + 1 : p;
+        if (base && strcmp(base, "lockweave.h") == 0 &&
+            (w->lockweave_h_at < 0 || forced || off < w->lockweave_h_at))
+            w->lockweave_h_at = forced ? 0 : (long)off;
     }
     clang_disposeString(name);
 }
@@ -647,7 +961,8 @@ int scan_file(lw_scan *s, const char *const *args, int nargs)
     int rc = -1;
     CXIndex idx = clang_createIndex(0, 0);
     CXTranslationUnit tu = NULL;
-    walk w = {.s = s};
+    walk w = {
+        .s = s, .idx = idx, .args = args, .nargs = nargs, .lockweave_h_at = -1};
 
     /* Bodies are skipped: annotations live on declarations, and the
      * compiler checks the bodies anyway when it builds the woven file. */
@@ -662,6 +977,7 @@ int scan_file(lw_scan *s, const char *const *args, int nargs)
     }
     w.tu = tu;
     w.main_file = clang_getFile(tu, s->input);
+    clang_getInclusions(tu, incl_visit, &w);
 
     unsigned nd = clang_getNumDiagnostics(tu);
     for (unsigned i = 0; i < nd; i++) {
@@ -669,12 +985,20 @@ int scan_file(lw_scan *s, const char *const *args, int nargs)
         pass_diag(&w, d, 0);
         clang_disposeDiagnostic(d);
     }
-    clang_visitChildren(clang_getTranslationUnitCursor(tu), walk_visit, &w);
-    clang_getInclusions(tu, incl_visit, s);
+    if (!w.reported_missing_header)
+        clang_visitChildren(clang_getTranslationUnitCursor(tu), walk_visit, &w);
     rc = diag_errors() ? -1 : 0;
 cleanup:
     for (int i = 0; i < w.nfiles; i++)
         free((char *)w.files[i].src.name);
+    for (int i = 0; i < w.ndecls; i++) {
+        for (int k = 0; k < w.decls[i].n; k++)
+            free(w.decls[i].names[k]);
+        free(w.decls[i].names);
+    }
+    free(w.decls);
+    if (w.full)
+        clang_disposeTranslationUnit(w.full);
     if (tu)
         clang_disposeTranslationUnit(tu);
     clang_disposeIndex(idx);
@@ -683,12 +1007,8 @@ cleanup:
 
 void scan_free(lw_scan *s)
 {
-    for (int i = 0; i < s->nfuncs; i++) {
-        free(s->funcs[i].name);
-        free(s->funcs[i].protos);
-        free(s->funcs[i].wrapper);
-        free(s->funcs[i].body_name);
-    }
+    for (int i = 0; i < s->nfuncs; i++)
+        func_free(&s->funcs[i]);
     free(s->funcs);
     for (int i = 0; i < s->ndeps; i++)
         free(s->deps[i]);

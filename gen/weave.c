@@ -1,17 +1,92 @@
 /*
- * The woven file: the original text with each annotated definition renamed
- * to its static body (and prototypes put in front of it on the same line,
- * so every line keeps its number), then the wrappers.
+ * The woven file: the original text, with each annotated definition made
+ * the body of a wrapper appended at the end (see lw_func in lwgen.h).
+ *
+ * Every change to the original is whole lines of directives and
+ * declarations between its lines, each followed by a #line that puts the
+ * numbering back, so the text the compiler reads from the user's file is
+ * the user's, byte for byte and column for column: messages, carets,
+ * __LINE__ and debuggers all point where they would without lockweave.
+ * The one exception is a definition whose name was declared before the
+ * file's first line, renamed where it stands (rename_in_place).
  */
 #include "lwgen.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static int by_offset(const void *x, const void *y)
+enum { EDIT_LINES, EDIT_INLINE, EDIT_REPLACE };
+
+typedef struct edit {
+    size_t pos, len; /* len: bytes of the original replaced (EDIT_REPLACE) */
+    int kind;
+    const char *text;
+    char *owned; /* text, when the edit owns it */
+} edit;
+
+typedef struct edits {
+    edit *v;
+    int n;
+} edits;
+
+static void add(edits *e, size_t pos, size_t len, int kind, const char *text)
 {
-    const lw_func *a = x, *b = y;
-    return a->name_off < b->name_off ? -1 : a->name_off > b->name_off;
+    e->v = xrealloc(e->v, sizeof *e->v * (size_t)(e->n + 1));
+    e->v[e->n++] = (edit){pos, len, kind, text, NULL};
+}
+
+static int by_pos(const void *x, const void *y)
+{
+    const edit *a = x, *b = y;
+    if (a->pos != b->pos)
+        return a->pos < b->pos ? -1 : 1;
+    return a->kind - b->kind; /* whole lines before text at one place */
+}
+
+static int ident_char(char c)
+{
+    return c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+           (c >= 'A' && c <= 'Z');
+}
+
+/* Every mention of identifier name in t[from, to) outside comments and
+ * literals, except the one at keep, is replaced by repl: in the lines where
+ * the #define is lifted for the definition's name, a call on the same line
+ * (a one-line recursive function) must still reach the wrapper. */
+static void rename_others(edits *e, const char *t, size_t from, size_t to,
+                          const char *name, size_t keep, const char *repl)
+{
+    size_t n = strlen(name);
+    for (size_t i = from; i < to;) {
+        char c = t[i];
+        if (c == '/' && i + 1 < to && t[i + 1] == '/') {
+            while (i < to && t[i] != '\n')
+                i++;
+        } else if (c == '/' && i + 1 < to && t[i + 1] == '*') {
+            const char *end = strstr(t + i + 2, "*/");
+            i = end ? (size_t)(end - t) + 2 : to;
+        } else if (c == '"' || c == '\'') {
+            for (i++; i < to && t[i] != c && t[i] != '\n'; i++)
+                if (t[i] == '\\')
+                    i++;
+            i++;
+        } else if (ident_char(c)) {
+            size_t s = i;
+            while (i < to && ident_char(t[i]))
+                i++;
+            if (i - s == n && memcmp(t + s, name, n) == 0 && s != keep &&
+                !(s > 0 && ident_char(t[s - 1])))
+                add(e, s, n, EDIT_REPLACE, repl);
+        } else
+            i++;
+    }
+}
+
+static size_t line_start(const char *t, size_t off)
+{
+    while (off > 0 && t[off - 1] != '\n')
+        off--;
+    return off;
 }
 
 /* Append a wrapper, turning each LW_LINE_RESUME into a #line that gives the
@@ -38,46 +113,96 @@ static void put_wrapper(lw_buf *out, const char *w, const char *output_abs,
     buf_puts(out, w);
 }
 
+static size_t count_lines(const lw_buf *b)
+{
+    size_t lines = 0;
+    for (size_t i = 0; i < b->len; i++)
+        lines += b->p[i] == '\n';
+    return lines;
+}
+
 void weave(const lw_scan *s, const char *output_abs, lw_buf *out)
 {
     const char *t = s->main.text;
     size_t n = s->main.len, at = 0;
-    lw_func *f = xmalloc(sizeof *f * (size_t)(s->nfuncs + 1));
-    memcpy(f, s->funcs, sizeof *f * (size_t)s->nfuncs);
-    qsort(f, (size_t)s->nfuncs, sizeof *f, by_offset);
+    edits e = {0};
 
     put_banner(out, s->input, "");
-    /* Before anything else: makes REDIS_LOCK vanish from this file and from
-     * every header it includes. */
-    buf_puts(out, "#ifndef LW__WOVEN\n#define LW__WOVEN 1\n#endif\n");
+    buf_puts(out, "#define LW__MODE " LW_MODE_WOVEN "\n");
+    for (int i = 0; i < s->nfuncs; i++) {
+        const lw_func *f = &s->funcs[i];
+        if (f->rename_in_place) {
+            size_t ins =
+                f->insert_off <= f->name_off ? f->insert_off : f->name_off;
+            add(&e, ins, 0, EDIT_INLINE, f->protos);
+            add(&e, f->name_off, strlen(f->name), EDIT_REPLACE, f->body_name);
+            continue;
+        }
+        /* From here on the name is the wrapper's; the wrapper keeps the
+         * function's symbol. */
+        if (f->external)
+            buf_printf(out, "#pragma redefine_extname %s %s\n", f->wrapper_name,
+                       f->name);
+        buf_printf(out, "#define %s %s\n", f->name, f->wrapper_name);
+        /* The declarations go on lines of their own before the
+         * definition's first line, unless code that is not the
+         * definition's shares that line. */
+        size_t ins = line_start(t, f->insert_off);
+        for (size_t k = ins; k < f->insert_off; k++)
+            if (t[k] != ' ' && t[k] != '\t')
+                ins = f->insert_off;
+        add(&e, ins, 0, EDIT_LINES, f->protos);
+        size_t eol = f->name_off;
+        while (eol < n && t[eol] != '\n')
+            eol++;
+        rename_others(&e, t, ins, eol, f->name, f->name_off, f->wrapper_name);
+        lw_buf def = {0};
+        buf_printf(&def, "#define %s %s\n", f->name, f->wrapper_name);
+        add(&e, eol < n ? eol + 1 : n, 0, EDIT_LINES, def.p);
+        e.v[e.n - 1].owned = buf_take(&def);
+    }
+    qsort(e.v, (size_t)e.n, sizeof *e.v, by_pos);
     buf_puts(out, "#line 1 ");
-    put_line_path(out, s->input);
+    put_line_path(out, s->line_name);
     buf_putc(out, '\n');
 
-    for (int i = 0; i < s->nfuncs; i++) {
-        size_t ins =
-            f[i].insert_off <= f[i].name_off ? f[i].insert_off : f[i].name_off;
-        if (ins < at)
-            ins = at;
-        buf_put(out, t + at, ins - at);
-        buf_puts(out, f[i].protos);
-        buf_put(out, t + ins, f[i].name_off - ins);
-        buf_puts(out, f[i].body_name);
-        at = f[i].name_off + strlen(f[i].name);
+    for (int i = 0; i < e.n; i++) {
+        const edit *d = &e.v[i];
+        buf_put(out, t + at, d->pos - at);
+        at = d->pos;
+        if (d->kind == EDIT_INLINE) {
+            buf_puts(out, d->text);
+            continue;
+        }
+        if (d->kind == EDIT_REPLACE) {
+            buf_puts(out, d->text);
+            at = d->pos + d->len;
+            continue;
+        }
+        /* Whole lines, then the numbering back; in the middle of a line,
+         * the rest of it keeps its columns (tabs stay tabs). */
+        size_t bol = line_start(t, d->pos);
+        if (out->len && out->p[out->len - 1] != '\n')
+            buf_putc(out, '\n');
+        buf_puts(out, d->text);
+        buf_printf(out, "#line %u ", src_line(&s->main, d->pos));
+        put_line_path(out, s->line_name);
+        buf_putc(out, '\n');
+        for (size_t k = bol; k < d->pos; k++)
+            buf_putc(out, t[k] == '\t' ? '\t' : ' ');
     }
     buf_put(out, t + at, n - at);
-    if (n && t[n - 1] != '\n')
+    if (out->len && out->p[out->len - 1] != '\n')
         buf_putc(out, '\n');
 
-    size_t lines = 0;
-    for (size_t i = 0; i < out->len; i++)
-        lines += out->p[i] == '\n';
-    buf_printf(out, "#line %zu ", lines + 2);
+    buf_printf(out, "#line %zu ", count_lines(out) + 2);
     put_line_path(out, output_abs);
     buf_putc(out, '\n');
     /* <lockweave.h> is included here and not at the top: the user's file
      * may define _GNU_SOURCE or similar before its first #include, and the
-     * libc headers lockweave.h pulls in must not come first. */
+     * libc headers lockweave.h pulls in must not come first.  The wrappers
+     * are written with the functions' own names, which the #defines above
+     * make the wrappers' names. */
     buf_printf(
         out,
         "/* ---- lockweave: the wrappers, one per REDIS_LOCK ---- */\n"
@@ -87,10 +212,21 @@ void weave(const lw_scan *s, const char *output_abs, lw_buf *out)
         "<lockweave.h>: use the lockweave-gen of the same installation\"\n"
         "#endif\n",
         LW_GEN_VERSION_NUM, LW_GEN_VERSION);
-    lines = 0;
-    for (size_t i = 0; i < out->len; i++)
-        lines += out->p[i] == '\n';
+    size_t lines = count_lines(out);
+    const lw_func **order = xmalloc(sizeof *order * (size_t)(s->nfuncs + 1));
     for (int i = 0; i < s->nfuncs; i++)
-        put_wrapper(out, f[i].wrapper, output_abs, &lines);
-    free(f);
+        order[i] = &s->funcs[i];
+    for (int i = 1; i < s->nfuncs; i++) /* in the order of the file */
+        for (int k = i; k > 0 && order[k - 1]->name_off > order[k]->name_off;
+             k--) {
+            const lw_func *x = order[k];
+            order[k] = order[k - 1];
+            order[k - 1] = x;
+        }
+    for (int i = 0; i < s->nfuncs; i++)
+        put_wrapper(out, order[i]->wrapper, output_abs, &lines);
+    free(order);
+    for (int i = 0; i < e.n; i++)
+        free(e.v[i].owned);
+    free(e.v);
 }

@@ -47,35 +47,58 @@ extern "C" {
 /*
  * REDIS_LOCK(key, expire, wait [, option = value]...)
  *
- * Three expansions, chosen by who compiles the file:
- *  - lockweave-gen's scan defines LW__SCAN: the annotation becomes an
- *    attribute the generator reads from the AST.
- *  - the woven file defines LW__WOVEN: the annotation disappears (the wrapper
- *    the generator appended does the locking).
- *  - any other compile (a build that forgot lockweave_generate) refers to an
- *    undefined object, so the link fails with a name that says what to do,
- *    whatever the optimisation level and whether or not the function is called.
+ * What the annotation turns into is decided where it is used, by LW__MODE,
+ * which only lockweave-gen sets (so a <lockweave.h> read through a forced
+ * include or a precompiled header still follows the file being compiled):
+ *  - LW__MODE_SCAN, lockweave-gen's own parse: an attribute it reads from
+ *    the AST.
+ *  - LW__MODE_WOVEN, a file lockweave-gen wove, or parsed and found only
+ *    annotated declarations in: nothing (the wrapper it wrote locks).
+ *  - LW__MODE_UNPARSED, a file lockweave-gen compiled without parsing, having
+ *    found no REDIS_LOCK in it or in the headers it could read: a compile
+ *    error, since this annotation would otherwise guard nothing.
+ *  - unset, a file lockweave-gen never saw (a target without
+ *    lockweave_generate()): a reference to an undefined object from a section
+ *    the linker must keep (retain), so the link fails with a name that says
+ *    what to do, at any optimisation level, with LTO and with section GC;
+ *    editors and analysers that parse the file alone still see valid C.
  */
-#if defined(LW__SCAN)
+#define LW__CAT2(a, b)  a##b
+#define LW__CAT(a, b)   LW__CAT2(a, b)
+#define REDIS_LOCK(...) LW__CAT(LW__ANNOT_, LW__MODE)(__VA_ARGS__)
+
 /* The arguments are macro-expanded before they are stringized (one extra
  * macro level), so REDIS_LOCK(STOCK_KEY, LOCK_TTL, 0) reaches the generator
  * with the values, not the names. */
 #define LW__STR(...)  #__VA_ARGS__
 #define LW__XSTR(...) LW__STR(__VA_ARGS__)
-#define REDIS_LOCK(...)                                                        \
+#define LW__ANNOT_LW__MODE_SCAN(...)                                           \
     __attribute__((annotate("lockweave:REDIS_LOCK:" LW__XSTR(__VA_ARGS__))))
-#elif defined(LW__WOVEN)
-#define REDIS_LOCK(...)
+#define LW__ANNOT_LW__MODE_WOVEN(...)
+#define LW__ANNOT_LW__MODE_UNPARSED(...)                                       \
+    _Pragma("GCC error \"REDIS_LOCK in a file lockweave-gen compiled without \
+parsing: it found no REDIS_LOCK in the file or in the headers it could read \
+(the annotation comes from a header outside them, or its name is pasted \
+together); write REDIS_LOCK in this file, a comment is enough\"")
+
+#if defined(__has_attribute)
+#if __has_attribute(retain)
+#define LW__KEEP __attribute__((used, retain))
+#endif
+#endif
+#ifndef LW__KEEP
+#define LW__KEEP __attribute__((used))
+#endif
+#ifdef __COUNTER__
+#define LW__UNIQUE(p) LW__CAT(p, __COUNTER__)
 #else
-#define LW__CAT2(a, b) a##b
-#define LW__CAT(a, b)  LW__CAT2(a, b)
+#define LW__UNIQUE(p) LW__CAT(p, __LINE__)
+#endif
 extern const char
     lockweave_generate_was_not_run_on_this_file_see_lockweave_generate_in_cmake;
-#define REDIS_LOCK(...)                                                        \
-    __attribute__((used)) static const char *const LW__CAT(lw__unwoven_,       \
-                                                           __LINE__) =         \
+#define LW__ANNOT_LW__MODE(...)                                                \
+    LW__KEEP static const char *const LW__UNIQUE(lw__unwoven_) =               \
         &lockweave_generate_was_not_run_on_this_file_see_lockweave_generate_in_cmake;
-#endif
 
 /* ------------------------------------------------------------------------ */
 /* Errors                                                                   */

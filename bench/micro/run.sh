@@ -135,7 +135,7 @@ ok=$(awk -v r="$ratio" 'BEGIN {print (r <= 1.2) ? "true" : "false"}')
 # answer is no answer.
 woven_ok=no
 if grep -q 'lw_guard_enter' "$gdir/duktape.lw.c" &&
-  clang-14 -fsyntax-only -DLW__WOVEN $big_flags "$gdir/duktape.lw.c" 2>/dev/null; then
+  clang-14 -fsyntax-only $big_flags "$gdir/duktape.lw.c" 2>/dev/null; then
   woven_ok=yes
 fi
 emit generator big_file_vs_clang_ratio "$ratio" x "<= 1.2" "$ok" \

@@ -41,7 +41,7 @@ endif()
 
 if(CC)
   execute_process(COMMAND "${CC}" -fsyntax-only -Wall -Wextra -Werror -std=gnu11
-      "-I${INCLUDE}" -DLW__WOVEN "${out}"
+      "-I${INCLUDE}" "${out}"
     RESULT_VARIABLE rc ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "the woven file does not compile cleanly:\n${err}")

@@ -11,7 +11,7 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "lockweave-gen failed (${rc}):\n${err}")
 endif()
 execute_process(COMMAND "${CC}" -fsyntax-only -std=gnu11 "-I${INCLUDE}"
-    -DLW__WOVEN "${out}"
+    "${out}"
   RESULT_VARIABLE rc ERROR_VARIABLE err)
 message("${err}")
 if(rc EQUAL 0)

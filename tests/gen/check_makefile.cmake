@@ -1,0 +1,27 @@
+# make in a copy of makefile/: it weaves; again: nothing; touch app.h:
+# it weaves again.
+file(REMOVE_RECURSE "${WORK}")
+file(COPY "${SRC}/" DESTINATION "${WORK}")
+function(run_make name)
+  execute_process(COMMAND "${MAKE}" -C "${WORK}" "GEN=${GEN}" "INCLUDE=${INCLUDE}"
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message("---- ${name}\n${out}${err}")
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "make '${name}' failed")
+  endif()
+  string(FIND "${out}" "-o app.lw.c" pos)
+  if(pos LESS 0)
+    set(${name} "" PARENT_SCOPE)
+  else()
+    set(${name} "wove" PARENT_SCOPE)
+  endif()
+endfunction()
+run_make(first)
+run_make(again)
+execute_process(COMMAND "${CMAKE_COMMAND}" -E sleep 1.1)
+file(TOUCH "${WORK}/app.h")
+run_make(header)
+if(NOT first STREQUAL "wove" OR NOT again STREQUAL "" OR NOT header STREQUAL "wove")
+  message(FATAL_ERROR "first: '${first}', again: '${again}', after touching "
+    "app.h: '${header}' (expected wove, nothing, wove)")
+endif()

@@ -1,0 +1,6 @@
+#include "app.h"
+
+int debit(int id, int cents)
+{
+    return id + cents;
+}

@@ -1,0 +1,3 @@
+#include "safety.h"
+
+SAFETY_MAIN(CASE_NAME)
