@@ -33,6 +33,13 @@ install(FILES ${LW_PACKAGE_FILES} DESTINATION ${LW_CMAKE_DIR})
 # `cmake --install --prefix` anywhere gives a working package.
 file(RELATIVE_PATH LW_PC_UP /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 set(LW_PC_PREFIX "\${pcfiledir}/${LW_PC_UP}")
+# Outside the directories the linker and loader search anyway (/usr/lib...),
+# the program must say where liblockweave.so is: the package carries the
+# rpath, so a program built from it runs without LD_LIBRARY_PATH.
+set(LW_PC_RPATH "-Wl,-rpath,\${libdir}")
+if("${CMAKE_INSTALL_FULL_LIBDIR}" IN_LIST CMAKE_C_IMPLICIT_LINK_DIRECTORIES)
+  set(LW_PC_RPATH "")
+endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/lockweave.pc.in
                ${PROJECT_BINARY_DIR}/lockweave.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/lockweave.pc

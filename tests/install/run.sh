@@ -37,6 +37,12 @@ echo "CMake package:   ${cfg_file#$prefix/}"
 
 # Nothing from the source or build tree may leak into the consumers: they
 # see only the prefix (and the system).
+# Installed programs run as they are: no LD_LIBRARY_PATH, from any
+# directory.
+unset LD_LIBRARY_PATH
+step "installed lockweave-gen runs"
+(cd / && "$prefix/bin/lockweave-gen" --version)
+
 step "CMake consumer (find_package)"
 "$cmake_cmd" -S "$here/consumer" -B "$work/consumer" -G "$generator" \
   -DCMAKE_C_COMPILER="$cc" -DCMAKE_PREFIX_PATH="$prefix"
@@ -47,11 +53,10 @@ step "CMake consumer (find_package)"
 step "pkg-config consumer"
 export PKG_CONFIG_PATH=$(dirname "$pc_file")
 flags=$(pkg-config --cflags --libs lockweave)
-libdir=$(pkg-config --variable=libdir lockweave)
 echo "pkg-config --cflags --libs lockweave: $flags"
 # shellcheck disable=SC2086  # the flags are meant to split
 "$cc" -std=c11 -Wall -Wextra -Werror -o "$work/consumer_pc" \
-  "$here/consumer/consumer.c" $flags -Wl,-rpath,"$libdir"
+  "$here/consumer/consumer.c" $flags
 "$with_redis" "$work/consumer_pc"
 
 if [[ -f $(dirname "$cfg_file")/LockweaveGenerate.cmake ]]; then

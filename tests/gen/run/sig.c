@@ -9,14 +9,17 @@
 #include "sig.h"
 
 #define STOCK_KEY "stock:{stock_id}"
-#define LOCK_TTL 10s
+#define LOCK_TTL  10s
 
 typedef struct point {
     int x, y;
 } point;
 enum color { RED = 3, GREEN = 7 };
 
-static int body_held(void) { return lw_still_held() && lw_fence() != 0; }
+static int body_held(void)
+{
+    return lw_still_held() && lw_fence() != 0;
+}
 
 /* Plain extern function; the key and expire come from macros. */
 REDIS_LOCK(STOCK_KEY, LOCK_TTL, 0)
@@ -25,6 +28,7 @@ int deduct(int64_t stock_id, int qty)
     (void)stock_id;
     CHECK(body_held());
     CHECK(key_busy("stock:42") == 1);
+    CHECK(strcmp(__func__, "deduct") == 0); /* the body keeps its name */
     return qty * 2;
 }
 
@@ -60,10 +64,16 @@ void sum(bool flag, const int vals[3], int (*map)(int), int *out)
     sum_calls++;
 }
 
-static int twice(int v) { return v * 2; }
+static int twice(int v)
+{
+    return v * 2;
+}
 
 /* Function returning a function pointer. */
-static int add1(int v) { return v + 1; }
+static int add1(int v)
+{
+    return v + 1;
+}
 REDIS_LOCK("fp:{which}", 2s, 0)
 int (*pick(int which))(int)
 {
