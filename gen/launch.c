@@ -243,11 +243,18 @@ int compile_run(const lw_compile *c, const char *source, const lw_argv *pre,
     }
     /* The object depends on the generator as it does on the compiler's
      * inputs: a new lockweave-gen recompiles what it wove (or chose not
-     * to), with Ninja and Make alike. */
-    char front[PATH_MAX], scan[PATH_MAX];
+     * to), with Ninja and Make alike.  Under the working directory, the
+     * name is relative to it: Ninja runs every command from the build
+     * directory and knows its own outputs by such names only, so a
+     * generator built in the same tree counts within the same build. */
+    char front[PATH_MAX], scan[PATH_MAX], cwd[PATH_MAX];
     if (status == 0 && c->depfile &&
         self_paths(front, scan, sizeof front) == 0) {
         const char *deps[] = {front, scan};
+        size_t n = getcwd(cwd, sizeof cwd) ? strlen(cwd) : 0;
+        for (int i = 0; n > 1 && i < 2; i++)
+            if (strncmp(deps[i], cwd, n) == 0 && deps[i][n] == '/')
+                deps[i] += n + 1;
         if (depfile_add(c->depfile, deps, 2) != 0) {
             fprintf(stderr, "lockweave-gen: error: cannot update %s\n",
                     c->depfile);

@@ -146,8 +146,11 @@ static int launch(int argc, char **argv)
                 argv_push(&pre, "-iquote");
                 argv_push(&pre, *dir ? dir : "/");
                 free(dir);
+                /* The woven file says LW__MODE itself, but a header forced
+                 * in with -include comes before its first line. */
+                argv_push(&post, "-DLW__MODE=" LW_MODE_WOVEN);
                 status =
-                    compile_run(&c, woven, &pre, NULL, temp ? woven : NULL);
+                    compile_run(&c, woven, &pre, &post, temp ? woven : NULL);
             }
         }
         if (status != 0 && diag_errors())
