@@ -212,10 +212,11 @@ int prescan_mentions(const char *path, const char *text, const lw_argv *flags,
     for (int i = 0; i < system.n; i++)
         argv_push(&ps.dirs, system.v[i]);
     if (!nostdinc) {
-        static const char *const sysdirs[] = {
-            "/usr/local/include", "/usr/include/" LW_MULTIARCH, "/usr/include"};
-        for (size_t i = 0; i < sizeof sysdirs / sizeof *sysdirs; i++)
-            argv_push(&ps.dirs, sysdirs[i]);
+        static const char multiarch[] = "/usr/include/" LW_MULTIARCH;
+        argv_push(&ps.dirs, "/usr/local/include");
+        if (sizeof multiarch > sizeof "/usr/include/")
+            argv_push(&ps.dirs, multiarch);
+        argv_push(&ps.dirs, "/usr/include");
     }
     for (int i = 0; i < after.n; i++)
         argv_push(&ps.dirs, after.v[i]);
