@@ -8,7 +8,7 @@
  * failed parse leaves nothing behind (freeing it must be harmless), and a
  * parsed URL describes itself into any size of buffer.
  */
-#include "url.h"
+#include "base/url.h"
 
 #include <lockweave.h>
 #include <stdint.h>

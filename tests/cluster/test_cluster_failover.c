@@ -25,7 +25,7 @@
 
 #include "check.h"
 #include "rh_cluster.h"
-#include "slot.h"
+#include "topology/slot.h"
 
 #define NKEYS    60
 #define PER_SIDE 3 /* worker threads on the victim's keys, and on others */

@@ -17,7 +17,7 @@
 
 #include "check.h"
 #include "rh_cluster.h"
-#include "slot.h"
+#include "topology/slot.h"
 
 #define THREADS 4
 #define NKEYS   8

@@ -18,7 +18,7 @@
 
 #include "check.h"
 #include "rh_cluster.h"
-#include "slot.h"
+#include "topology/slot.h"
 
 #define PROCS   2
 #define THREADS 4

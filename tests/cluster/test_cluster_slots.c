@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "keynames.h"
+#include "core/keynames.h"
 #include "rh_cluster.h"
-#include "slot.h"
+#include "topology/slot.h"
 
 static rh_cluster cl;
 

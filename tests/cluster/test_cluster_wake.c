@@ -11,7 +11,7 @@
 
 #include "check.h"
 #include "rh_cluster.h"
-#include "slot.h"
+#include "topology/slot.h"
 
 static rh_cluster cl;
 

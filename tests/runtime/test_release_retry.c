@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "scripts.h"
+#include "core/scripts.h"
 #include "util.h"
 
 static rh_server srv;

@@ -1,0 +1,159 @@
+/* Configuration: environment first (so annotated code needs no setup call),
+ * lw_configure() for programs that prefer code. */
+#include "base/config.h"
+
+#include <lockweave.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+
+#define DEFAULT_URL        "redis://127.0.0.1:6379"
+#define DEFAULT_PREFIX     "lock:"
+#define DEFAULT_CONNECT_MS 1000
+#define DEFAULT_COMMAND_MS 2000
+#define DEFAULT_HANDOFF_MS 2
+#define DEFAULT_WAIT_MS    100
+
+static pthread_mutex_t cfg_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct lw_settings *current;
+static unsigned next_gen = 1;
+static struct lw_settings oom_settings = {.error = LW_ENOMEM};
+
+/* A count (of milliseconds, mostly) from the environment, at least min;
+ * fallback (with a warning) when unset or not a number in range. */
+static int env_int(const char *name, int min, int fallback)
+{
+    const char *v = getenv(name);
+    char *end;
+    long n;
+
+    if (v == NULL || *v == '\0')
+        return fallback;
+    n = strtol(v, &end, 10);
+    if (*end != '\0' || n < min || n > 3600 * 1000) {
+        lw__log(LW_LOG_WARN, "ignoring %s=%s: not a whole number >= %d", name,
+                v, min);
+        return fallback;
+    }
+    return (int)n;
+}
+
+/* Build a snapshot; an unusable URL still yields one, carrying the error, so
+ * the first guarded call can report LW_ECONFIG instead of crashing. */
+static struct lw_settings *settings_new(const lw_config *cfg)
+{
+    struct lw_settings *s = calloc(1, sizeof *s);
+    const char *url = cfg->redis_url, *prefix = cfg->key_prefix;
+    char err[160];
+
+    if (s == NULL)
+        return NULL;
+    if (url == NULL)
+        url = getenv("LOCKWEAVE_REDIS_URL");
+    if (url == NULL)
+        url = DEFAULT_URL;
+    if (prefix == NULL)
+        prefix = DEFAULT_PREFIX;
+    s->prefix = strdup(prefix);
+    if (s->prefix == NULL) {
+        free(s);
+        return NULL;
+    }
+    s->prefix_len = strlen(prefix);
+    s->connect_timeout_ms =
+        cfg->connect_timeout_ms > 0
+            ? cfg->connect_timeout_ms
+            : env_int("LOCKWEAVE_CONNECT_TIMEOUT_MS", 1, DEFAULT_CONNECT_MS);
+    s->command_timeout_ms =
+        cfg->command_timeout_ms > 0
+            ? cfg->command_timeout_ms
+            : env_int("LOCKWEAVE_COMMAND_TIMEOUT_MS", 1, DEFAULT_COMMAND_MS);
+    /* 0 is meaningful here: strict FIFO. */
+    s->handoff_ms = env_int("LOCKWEAVE_HANDOFF_MS", 0, DEFAULT_HANDOFF_MS);
+    s->wait_replicas = cfg->wait_replicas > 0
+                           ? cfg->wait_replicas
+                           : env_int("LOCKWEAVE_WAIT_REPLICAS", 0, 0);
+    s->wait_timeout_ms =
+        cfg->wait_timeout_ms > 0
+            ? cfg->wait_timeout_ms
+            : env_int("LOCKWEAVE_WAIT_TIMEOUT_MS", 1, DEFAULT_WAIT_MS);
+    s->error = lw__endpoints_parse(url, &s->ep, err, sizeof err);
+    if (s->error == LW_ECONFIG)
+        lw__log(LW_LOG_ERROR, "%s", err);
+    return s;
+}
+
+static void settings_free(struct lw_settings *s)
+{
+    lw__endpoints_free(&s->ep);
+    free(s->prefix);
+    free(s);
+}
+
+/* Publish under cfg_mu; readers load the pointer with acquire semantics. */
+static void publish(struct lw_settings *s)
+{
+    s->gen = next_gen++;
+    s->older = current;
+    __atomic_store_n(&current, s, __ATOMIC_RELEASE);
+}
+
+const struct lw_settings *lw__settings(void)
+{
+    struct lw_settings *s = __atomic_load_n(&current, __ATOMIC_ACQUIRE);
+    lw_config cfg;
+
+    if (s != NULL)
+        return s;
+    /* First use (or first use after lw_shutdown): read the environment. */
+    lw_config_init(&cfg);
+    pthread_mutex_lock(&cfg_mu);
+    if (current == NULL && (s = settings_new(&cfg)) != NULL)
+        publish(s);
+    s = current;
+    pthread_mutex_unlock(&cfg_mu);
+    return s ? s : &oom_settings;
+}
+
+void lw_config_init(lw_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+}
+
+int lw_configure(const lw_config *cfg)
+{
+    struct lw_settings *s;
+    int rc;
+
+    if (cfg == NULL)
+        return LW_EINVAL;
+    s = settings_new(cfg);
+    if (s == NULL)
+        return LW_ENOMEM;
+    rc = s->error;
+    if (rc != LW_OK) {
+        settings_free(s);
+        return rc;
+    }
+    pthread_mutex_lock(&cfg_mu);
+    publish(s);
+    pthread_mutex_unlock(&cfg_mu);
+    return LW_OK;
+}
+
+void lw__settings_free_all(void)
+{
+    struct lw_settings *s;
+
+    pthread_mutex_lock(&cfg_mu);
+    s = current;
+    current = NULL;
+    pthread_mutex_unlock(&cfg_mu);
+    while (s != NULL) {
+        struct lw_settings *older = s->older;
+        settings_free(s);
+        s = older;
+    }
+}

@@ -1,0 +1,34 @@
+#ifndef LW_CONFIG_H
+#define LW_CONFIG_H
+
+#include <stddef.h>
+
+#include "base/url.h"
+
+/*
+ * The process's configuration, as one immutable snapshot.  lw_configure()
+ * publishes a new snapshot and bumps gen; connections compare their gen to
+ * notice they must reconnect.  Old snapshots are kept until lw_shutdown(), so
+ * a pointer a thread holds is never freed under it.
+ */
+struct lw_settings {
+    int error; /* LW_OK, or why this configuration cannot be used */
+    struct lw_endpoints ep; /* ep.urls[0] is the server in LW_TOPO_SINGLE */
+    char *prefix;
+    size_t prefix_len;
+    int connect_timeout_ms;
+    int command_timeout_ms;
+    int handoff_ms;      /* a waiter this old is handed the lock on release */
+    int wait_replicas;   /* > 0: WAIT for this many replicas after SET */
+    int wait_timeout_ms; /* how long that WAIT may take */
+    unsigned gen;
+    struct lw_settings *older;
+};
+
+/* The current snapshot; built from the environment on first use.  Never NULL
+ * (on out-of-memory a static snapshot carrying LW_ENOMEM is returned). */
+const struct lw_settings *lw__settings(void);
+
+void lw__settings_free_all(void);
+
+#endif

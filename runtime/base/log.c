@@ -1,0 +1,63 @@
+/* The logging hook: one sink for the whole process, stderr by default, level
+ * from $LOCKWEAVE_LOG so operators can turn on debug without a rebuild. */
+#include "base/log.h"
+
+#include <lockweave.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t log_once = PTHREAD_ONCE_INIT;
+static lw_log_fn log_fn;
+static void *log_ud;
+static int log_level = LW_LOG_WARN;
+
+static const char *const level_names[] = {"debug", "info", "warn", "error",
+                                          "off"};
+
+static void log_init_from_env(void)
+{
+    const char *v = getenv("LOCKWEAVE_LOG");
+    if (v == NULL)
+        return;
+    for (int i = LW_LOG_DEBUG; i <= LW_LOG_OFF; i++)
+        if (strcasecmp(v, level_names[i]) == 0)
+            log_level = i;
+}
+
+void lw_set_logger(lw_log_fn fn, void *ud, int min_level)
+{
+    pthread_once(&log_once, log_init_from_env);
+    pthread_mutex_lock(&log_mu);
+    log_fn = fn;
+    log_ud = ud;
+    if (min_level >= LW_LOG_DEBUG && min_level <= LW_LOG_OFF)
+        log_level = min_level;
+    pthread_mutex_unlock(&log_mu);
+}
+
+void lw__log(int level, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    pthread_once(&log_once, log_init_from_env);
+    /* A racy read is fine for the fast "disabled" answer; the sink itself is
+     * read under the mutex so fn and ud always match. */
+    if (level < __atomic_load_n(&log_level, __ATOMIC_RELAXED))
+        return;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+
+    pthread_mutex_lock(&log_mu);
+    if (log_fn != NULL)
+        log_fn(level, msg, log_ud);
+    else
+        fprintf(stderr, "lockweave: %s: %s\n", level_names[level], msg);
+    pthread_mutex_unlock(&log_mu);
+}

@@ -1,0 +1,538 @@
+/*
+ * Acquire: one round trip when the lock is free (SET NX PX plus the fence
+ * INCR), then, while it is busy, queue in Redis and block on our mailbox
+ * until a release hands us the lock or wakes us, the lock's TTL runs out, or
+ * the deadline comes — whichever is first.
+ */
+#include <errno.h>
+#include <lockweave.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/clock.h"
+#include "base/config.h"
+#include "net/conn.h"
+#include "core/guard.h"
+#include "core/keynames.h"
+#include "base/log.h"
+#include "core/redlock.h"
+#include "core/replicas.h"
+#include "topology/route.h"
+#include "topology/slot.h"
+#include "core/scripts.h"
+#include "base/stats.h"
+#include "base/thread.h"
+
+#define BACKOFF_START_US 1000
+#define BACKOFF_MAX_US   100000   /* no mailbox (BLPOP refused): poll this */
+#define MAILBOX_POLL_US  200000   /* blocked on the mailbox: poll this often */
+#define MAILBOX_MIN_US   1000     /* BLPOP counts milliseconds; 0 is forever */
+#define MAILBOX_OFF_US   10000000 /* BLPOP refused: poll this long */
+#define NAME_INLINE      256
+#define HOT_US           100000 /* a waited-for key stays "hot" this long */
+#define GRANT_ENTRY_MAX  32
+
+/*
+ * One try is a pipeline of two plain commands, not a script: a script costs
+ * Redis several microseconds of Lua per call, these about one together.
+ *   SET key token NX PX expire GET  nil: ours now; our token: ours already
+ *                                   (a retry whose first reply was lost);
+ *                                   another token: busy
+ *   INCR fence                      the fence, used only when the lock is ours
+ * The INCR is not atomic with the SET, yet fences still increase from holder
+ * to holder: a holder's INCR runs before its reply reaches it, so before it
+ * can release, so before the next holder's SET.  Busy tries leave gaps only.
+ * A busy lock's TTL is not asked for: the queue script that follows tells.
+ */
+struct attempt {
+    struct lw_conn *conn;
+    struct lw_gimpl *g;
+    const char *set_argv[7], *incr_argv[2];
+    size_t set_lens[7], incr_lens[2];
+    struct lw_cmd cmds[2];
+    char expire[16];
+    int64_t sent_us;  /* when the last try left */
+    int64_t valid_ms; /* lease granted by the successful try */
+    const struct lw_names *names;
+    char *alive; /* our alive key while queued, then ":g" (the mailbox's
+                    name), built on first need */
+    size_t alivelen;
+    int cluster;         /* Redis Cluster: requests go through the router */
+    int slot;            /* the key's slot, in cluster mode */
+    int64_t deadline_us; /* the wait's end */
+    char entry[GRANT_ENTRY_MAX]; /* our queue entry's score, "" if none */
+    char *alivebuf;              /* NAME_INLINE bytes on lw__acquire's stack */
+};
+
+/* Where a redirected or failed-over request may keep trying: to the wait's
+ * end, and at least one command timeout. */
+static int64_t route_deadline(const struct attempt *a)
+{
+    int64_t t =
+        lw__now_us() + (int64_t)a->g->lease.cfg->command_timeout_ms * 1000;
+    return a->deadline_us > t ? a->deadline_us : t;
+}
+
+static int send_pipeline(struct attempt *a, redisReply **r, int *replayed)
+{
+    if (a->cluster)
+        return lw__route_pipeline(a->g->lease.cfg, a->slot, a->cmds, 2, r,
+                                  replayed, route_deadline(a));
+    return lw__conn_pipeline(a->conn, a->cmds, 2, r, replayed);
+}
+
+static int send_script(struct attempt *a, int id, int nkeys, int nargs,
+                       const char *const *argv, const size_t *lens,
+                       redisReply **r, int *replayed)
+{
+    if (a->cluster)
+        return lw__route_script(a->g->lease.cfg, a->slot, id, nkeys, nargs,
+                                argv, lens, r, replayed, route_deadline(a));
+    return lw__conn_script(a->conn, id, nkeys, nargs, argv, lens, r, replayed);
+}
+
+/* p, q then ":g", in inl (NAME_INLINE bytes) when they fit, else on the
+ * heap (the caller frees what is not inl); NULL when out of memory. */
+static char *concat_box(char *inl, const char *p, size_t plen, const char *q,
+                        size_t qlen)
+{
+    size_t n = plen + qlen + 2;
+    char *s = n <= NAME_INLINE ? inl : malloc(n);
+
+    if (s != NULL) {
+        memcpy(s, p, plen);
+        memcpy(s + plen, q, qlen);
+        memcpy(s + plen + qlen, ":g", 2);
+    }
+    return s;
+}
+
+/* Our alive key, "<alive prefix><token>", and after it ":g", which makes it
+ * our mailbox's name; LW_OK or LW_ENOMEM. */
+static int alive_init(struct attempt *a)
+{
+    const struct lw_gimpl *g = a->g;
+
+    if (a->alive != NULL)
+        return LW_OK;
+    a->alivelen = a->names->alivelen + (size_t)g->lease.toklen;
+    a->alive = concat_box(a->alivebuf, a->names->alive, a->names->alivelen,
+                          g->lease.token, (size_t)g->lease.toklen);
+    return a->alive != NULL ? LW_OK : LW_ENOMEM;
+}
+
+static void attempt_init(struct attempt *a)
+{
+    struct lw_gimpl *g = a->g;
+    const char *set[] = {"SET", g->key,    g->lease.token, "NX",
+                         "PX",  a->expire, "GET"};
+    size_t setl[] = {3, g->keylen, (size_t)g->lease.toklen, 2, 2, 0, 3};
+
+    setl[5] =
+        (size_t)snprintf(a->expire, sizeof a->expire, "%u", g->opts.expire_ms);
+    memcpy(a->set_argv, set, sizeof set);
+    memcpy(a->set_lens, setl, sizeof setl);
+    a->incr_argv[0] = "INCR";
+    a->incr_lens[0] = 4;
+    a->incr_argv[1] = a->names->fence;
+    a->incr_lens[1] = a->names->fencelen;
+    a->cmds[0] = (struct lw_cmd){7, a->set_argv, a->set_lens};
+    a->cmds[1] = (struct lw_cmd){2, a->incr_argv, a->incr_lens};
+}
+
+/* 1 acquired, 0 busy, < 0 error.  Our own token in the key can only be
+ * this same try's SET, run before a lost reply made conn.c send it again:
+ * it ran after a->sent_us, so its lease, too, lasts past sent_us + expire,
+ * which is all lw__acquire counts on. */
+static int verdict(struct attempt *a, redisReply **r)
+{
+    const struct lw_lease *l = &a->g->lease;
+    redisReply *prev = r[0];
+
+    if (r[1]->type != REDIS_REPLY_INTEGER)
+        return LW_EREDIS;
+    if (prev->type == REDIS_REPLY_NIL ||
+        (prev->type == REDIS_REPLY_STRING && prev->len == (size_t)l->toklen &&
+         memcmp(prev->str, l->token, prev->len) == 0)) {
+        a->valid_ms = a->g->opts.expire_ms;
+    } else if (prev->type == REDIS_REPLY_STRING) {
+        return 0;
+    } else {
+        return LW_EREDIS;
+    }
+    if (r[1]->integer <= 0)
+        return LW_EREDIS;
+    a->g->fence = (uint64_t)r[1]->integer;
+    return 1;
+}
+
+static int enqueue(struct attempt *a, int join, int64_t *ttl_ms);
+
+static int try_once(struct attempt *a, int64_t *ttl_ms)
+{
+    redisReply *r[2];
+    int replayed, rc;
+
+    *ttl_ms = 0; /* not asked: the queue script tells */
+    a->sent_us = lw__now_us();
+    rc = send_pipeline(a, r, &replayed);
+    if (rc == LW_ROUTE_ASKED) /* slot migrating: one script, redirected whole */
+        return enqueue(a, 0, ttl_ms);
+    if (rc != LW_OK)
+        return rc;
+    rc = verdict(a, r);
+    for (int i = 0; i < 2; i++)
+        freeReplyObject(r[i]);
+    return rc;
+}
+
+/* How long to wait before the next poll: on the mailbox, a poll every
+ * MAILBOX_POLL_US only guards against a message lost with its connection; with
+ * none, back off.  Never past the holder's lease or the deadline, nor half a
+ * command timeout, which bounds a read on the connection BLPOP blocks. */
+static int64_t next_sleep_us(const struct attempt *a, int mailbox,
+                             int64_t *backoff_us, int64_t ttl_ms,
+                             int64_t left_us)
+{
+    int64_t sleep_us,
+        cap_us = (int64_t)a->g->lease.cfg->command_timeout_ms * 500;
+
+    if (mailbox) {
+        sleep_us = MAILBOX_POLL_US < cap_us ? MAILBOX_POLL_US : cap_us;
+    } else {
+        /* Full jitter: processes that lost together do not retry together. */
+        sleep_us =
+            *backoff_us / 2 + lw__jitter((uint32_t)(*backoff_us / 2) + 1);
+        *backoff_us *= 2;
+        if (*backoff_us > BACKOFF_MAX_US)
+            *backoff_us = BACKOFF_MAX_US;
+    }
+    if (ttl_ms > 0 && ttl_ms * 1000 + 500 < sleep_us)
+        sleep_us = ttl_ms * 1000 + 500; /* the holder's lease ends sooner */
+    return sleep_us < left_us ? sleep_us : left_us;
+}
+
+/* The acquire-or-queue script: same results as try_once().  join 1 queues
+ * up (or refreshes our alive key), 0 leaves the queue. */
+static int enqueue(struct attempt *a, int join, int64_t *ttl_ms)
+{
+    struct lw_gimpl *g = a->g;
+    char qttl[24];
+    const char *argv[] = {
+        g->key,           a->names->queue, a->names->fence,  a->alive,
+        g->lease.token,   a->expire,       join ? "1" : "0", qttl,
+        LW_WAITER_KEYS_MS};
+    size_t lens[] = {g->keylen,
+                     a->names->queuelen,
+                     a->names->fencelen,
+                     a->alivelen,
+                     (size_t)g->lease.toklen,
+                     strlen(a->expire),
+                     1,
+                     0,
+                     sizeof LW_WAITER_KEYS_MS - 1};
+    redisReply *r;
+    int replayed, rc;
+
+    if (alive_init(a) != LW_OK)
+        return LW_ENOMEM;
+    argv[3] = a->alive;
+    lens[3] = a->alivelen;
+    /* The queue outlives every member's wait and lease. */
+    lens[7] = (size_t)snprintf(qttl, sizeof qttl, "%llu",
+                               (unsigned long long)g->opts.wait_ms +
+                                   g->opts.expire_ms + 1000);
+    a->sent_us = lw__now_us();
+    rc = send_script(a, LW_SCRIPT_ENQUEUE, 4, 5, argv, lens, &r, &replayed);
+    if (rc != LW_OK)
+        return rc;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[0]->type == REDIS_REPLY_INTEGER &&
+        r->element[0]->integer > 0 &&
+        r->element[1]->type == REDIS_REPLY_INTEGER) {
+        g->fence = (uint64_t)r->element[0]->integer;
+        a->valid_ms = r->element[1]->integer > 0 ? r->element[1]->integer
+                                                 : g->opts.expire_ms;
+        rc = 1;
+    } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+               r->element[0]->type == REDIS_REPLY_INTEGER &&
+               r->element[0]->integer < 0 &&
+               r->element[1]->type == REDIS_REPLY_STRING &&
+               r->element[1]->len < sizeof a->entry) {
+        *ttl_ms = -1 - r->element[0]->integer;
+        memcpy(a->entry, r->element[1]->str, r->element[1]->len);
+        a->entry[r->element[1]->len] = '\0';
+        rc = 0;
+    } else {
+        rc = LW_EREDIS;
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+/*
+ * May a hand-off message ("g<fence> <entry>") be taken as it is, with no
+ * round trip?  It may be late (sat in the mailbox while we were stopped, or
+ * slow on the wire): the lease it granted may have run out and the lock moved
+ * on since.  It is
+ * current when it names the queue entry our last poll reported: an entry is
+ * removed when it is handed the lock, so had a poll run after this hand-off,
+ * it would have found the lock ours (and we would not be waiting) or, the
+ * lease already over, queued us again under a new score.  So the hand-off
+ * came after our last poll ran, and its lease (PX expire, set then) lasts at
+ * least until that poll was sent plus expire: a->sent_us, which lw__acquire
+ * counts the lease from.  With less than half of that left, the queue script
+ * confirms it instead (ours only if the key still holds our token) and
+ * starts a fresh lease.
+ */
+static int fresh_grant(const struct attempt *a, const char *entry)
+{
+    int64_t half_us = (int64_t)a->g->opts.expire_ms * 500;
+
+    return a->entry[0] != '\0' && strcmp(entry, a->entry) == 0 &&
+           lw__now_us() < a->sent_us + half_us;
+}
+
+/* "g<fence> <entry>", a hand-off: 1 with *fence and entry (GRANT_ENTRY_MAX
+ * bytes, NUL-terminated) set; anything else ("w", to compete) 0. */
+static int parse_grant(const char *m, size_t n, uint64_t *fence, char *entry)
+{
+    char buf[24 + GRANT_ENTRY_MAX], *end;
+    const char *sp;
+
+    if (n < 4 || n >= sizeof buf || m[0] != 'g')
+        return 0;
+    memcpy(buf, m, n);
+    buf[n] = '\0';
+    *fence = strtoull(buf + 1, &end, 10);
+    sp = strchr(buf, ' ');
+    if (*fence == 0 || end != sp || strlen(sp + 1) >= GRANT_ENTRY_MAX)
+        return 0;
+    strcpy(entry, sp + 1);
+    return 1;
+}
+
+/*
+ * Block on our mailbox (BLPOP on this thread's own connection, so the reply
+ * wakes this thread directly) for up to timeout_us.  1: a hand-off, *fence
+ * and entry set; 0: woken to compete, or timed out; MAILBOX_REFUSED: Redis
+ * answered BLPOP with an error (an ACL without it, most likely); other < 0:
+ * the connection failed.  Either way the caller polls instead.
+ */
+#define MAILBOX_REFUSED (-100) /* await_mail() only, never returned */
+
+static int await_mail(struct attempt *a, int64_t timeout_us, uint64_t *fence,
+                      char *entry)
+{
+    char secs[32];
+    const char *argv[] = {"BLPOP", a->alive, secs};
+    size_t lens[] = {5, a->alivelen + 2, 0};
+    struct lw_cmd cmd = {3, argv, lens};
+    redisReply *r;
+    int replayed, rc;
+
+    if (timeout_us < MAILBOX_MIN_US)
+        timeout_us = MAILBOX_MIN_US;
+    lens[2] = (size_t)snprintf(secs, sizeof secs, "%lld.%03lld",
+                               (long long)(timeout_us / 1000000),
+                               (long long)(timeout_us / 1000 % 1000));
+    if (a->cluster)
+        rc = lw__route_pipeline_ex(a->g->lease.cfg, a->slot, &cmd, 1,
+                                   LW_CONN_RAW_ERRORS, &r, &replayed,
+                                   route_deadline(a));
+    else
+        rc = lw__conn_pipeline_ex(a->conn, &cmd, 1, LW_CONN_RAW_ERRORS, &r,
+                                  &replayed);
+    if (rc == LW_ROUTE_ASKED) /* the slot is moving: poll */
+        return LW_EREDIS;
+    if (rc != LW_OK)
+        return rc;
+    rc = 0;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[1]->type == REDIS_REPLY_STRING) {
+        rc = parse_grant(r->element[1]->str, r->element[1]->len, fence, entry);
+    } else if (r->type == REDIS_REPLY_ERROR) {
+        if (!a->cluster) /* the router logged it */
+            lw__conn_log_error(r);
+        rc = MAILBOX_REFUSED;
+    } else if (r->type != REDIS_REPLY_NIL) {
+        rc = LW_EREDIS;
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+/* Until when this process's waiters poll instead of blocking on their
+ * mailboxes: set when Redis refuses BLPOP (an ACL without it), so that every
+ * wait does not fail and log the same way.  A lost connection only makes
+ * the wait it happened in poll. */
+static int64_t mailbox_off_until_us;
+
+void lw__mailbox_reset(void)
+{
+    __atomic_store_n(&mailbox_off_until_us, 0, __ATOMIC_RELAXED);
+}
+
+static int mailbox_usable(void)
+{
+    return lw__now_us() >=
+           __atomic_load_n(&mailbox_off_until_us, __ATOMIC_RELAXED);
+}
+
+static void mailbox_refused(void)
+{
+    int64_t now = lw__now_us();
+
+    if (__atomic_exchange_n(&mailbox_off_until_us, now + MAILBOX_OFF_US,
+                            __ATOMIC_RELAXED) <= now)
+        lw__log(LW_LOG_INFO,
+                "Redis refused BLPOP on a waiter's mailbox: waiters poll "
+                "for the next %d s",
+                MAILBOX_OFF_US / 1000000);
+}
+
+static void pause_us(int64_t us)
+{
+    struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/*
+ * The busy case: queue up in Redis and block on our mailbox until a release
+ * hands us the lock or wakes us (to compete), the holder's TTL runs out, a
+ * poll is due, or the deadline comes.  Each poll refreshes our place and
+ * alive key.
+ */
+static int wait_for(struct attempt *a, int64_t ttl_ms, int *queued)
+{
+    struct lw_gimpl *g = a->g;
+    int64_t backoff_us = BACKOFF_START_US;
+    char entry[GRANT_ENTRY_MAX];
+    uint64_t fence;
+    int mailbox = mailbox_usable(), rc;
+
+    rc = enqueue(a, 1, &ttl_ms);
+    *queued = rc == 0;
+    while (rc == 0) {
+        int64_t left_us = a->deadline_us - lw__now_us();
+        if (left_us <= 0)
+            break;
+        left_us = next_sleep_us(a, mailbox, &backoff_us, ttl_ms, left_us);
+        if (!mailbox) {
+            pause_us(left_us);
+        } else if ((rc = await_mail(a, left_us, &fence, entry)) < 0) {
+            if (rc == MAILBOX_REFUSED)
+                mailbox_refused();
+            mailbox = 0; /* for the rest of this wait */
+        } else if (rc == 1 && fresh_grant(a, entry)) {
+            g->fence = fence;
+            a->valid_ms = g->opts.expire_ms;
+            break;
+        }
+        rc = enqueue(a, 1, &ttl_ms);
+    }
+    if (rc == 0) { /* deadline: leave the queue, unless handed it just now */
+        rc = enqueue(a, 0, &ttl_ms);
+        rc = rc == 0 ? LW_ETIMEOUT : rc;
+    }
+    return rc;
+}
+
+/*
+ * A failed try may still have taken the lock: an error reply to the INCR
+ * after a successful SET, or a connection lost after the server ran the
+ * SET.  Give it back if it is ours (the release script compares the token),
+ * rather than leave it held by nobody until its TTL.  Best effort: on a dead
+ * connection this fails fast, and the TTL remains the bound.
+ */
+static void give_back(struct attempt *a)
+{
+    redisReply *r;
+    int replayed;
+
+    if (lw__release_script(a->g, a->names, lw__now_us(), &r, &replayed) ==
+        LW_OK)
+        freeReplyObject(r);
+}
+
+/* The last key this thread waited for, by hash, and until when to treat it
+ * as contended. */
+static _Thread_local struct {
+    uint64_t hash;
+    int64_t until_us;
+} hot;
+
+static uint64_t key_hash(const struct lw_gimpl *g)
+{
+    uint64_t h = 14695981039346656037ull; /* FNV-1a */
+    for (size_t i = 0; i < g->keylen; i++)
+        h = (h ^ (unsigned char)g->key[i]) * 1099511628211ull;
+    return h;
+}
+
+static int hot_key(const struct lw_gimpl *g, int64_t now_us)
+{
+    return now_us < hot.until_us && hot.hash == key_hash(g);
+}
+
+int lw__acquire(struct lw_gimpl *g)
+{
+    char alivebuf[NAME_INLINE]; /* not in a: no need to zero it */
+    struct attempt a = {.g = g, .alivebuf = alivebuf};
+    struct lw_names names;
+    int64_t start_us = lw__now_us(), ttl_ms = 0;
+    int rc, toklen, queued = 0;
+
+    g->lease.cfg = lw__settings();
+    g->lease.drift_ms = 0; /* one server's own clock: nothing to allow for */
+    if (g->lease.cfg->error != LW_OK)
+        return g->lease.cfg->error;
+    if (g->lease.cfg->ep.topology == LW_TOPO_REDLOCK)
+        return lw__redlock_acquire(g);
+    a.cluster = g->lease.cfg->ep.topology == LW_TOPO_CLUSTER;
+    if (a.cluster)
+        a.slot = lw__key_slot(g->key, g->keylen);
+    else if ((rc = lw__conn_thread(&a.conn)) != LW_OK)
+        return rc;
+    a.deadline_us = start_us + (int64_t)g->opts.wait_ms * 1000;
+    toklen = lw__token_new(g->lease.token);
+    if (toklen < 0)
+        return toklen;
+    g->lease.toklen = toklen;
+    if (lw__names_init(&names, g->key, g->keylen) != LW_OK)
+        return LW_ENOMEM;
+    a.names = &names;
+    attempt_init(&a);
+
+    /* A key this thread just had to queue for is likely still contended:
+     * queue at once (the script also takes a free lock) rather than spend a
+     * round trip on a plain try that will find it busy. */
+    rc =
+        hot_key(g, start_us) && g->opts.wait_ms > 0 ? 0 : try_once(&a, &ttl_ms);
+    if (rc == 0) {
+        LW_STAT_ADD(contended, 1);
+        rc = g->opts.wait_ms == 0 ? LW_ETIMEOUT : wait_for(&a, ttl_ms, &queued);
+        lw__stat_wait((uint64_t)(lw__now_us() - start_us));
+        /* Hot while we keep having to queue; cold as soon as it is free. */
+        hot.until_us = queued ? lw__now_us() + HOT_US : 0;
+        hot.hash = key_hash(g);
+    }
+    if (rc == LW_EREDIS)
+        give_back(&a);
+    lw__names_free(&names);
+    if (a.alive != NULL && a.alive != a.alivebuf)
+        free(a.alive);
+    if (rc < 0)
+        return rc;
+    /* The lease is measured from before the request: whatever the round
+     * trip took, our clock never believes in more lease than Redis gave. */
+    g->lease.valid_until_ms = a.sent_us / 1000 + a.valid_ms;
+    /* Replica-safe acquire: it counts once the replicas have it. */
+    if (g->lease.cfg->wait_replicas > 0)
+        return lw__wait_replicas(g, a.cluster ? NULL : a.conn);
+    return LW_OK;
+}

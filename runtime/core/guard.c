@@ -1,0 +1,225 @@
+/*
+ * The guard life cycle, and reentrancy.
+ *
+ * Each thread keeps its entered guards as a stack (lw_thread.top, ->outer).
+ * Entering a key that a guard on the stack already owns costs no round trip:
+ * the new guard only points at the owner, and the Redis lock is released when
+ * the owner — the outermost guard of that key — leaves.
+ */
+#include <lockweave.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/config.h"
+#include "base/fork.h"
+#include "core/guard.h"
+#include "base/log.h"
+#include "base/stats.h"
+#include "base/thread.h"
+#include "core/watchdog.h"
+
+void lw_guard_init(lw_guard *gu, const lw_lock_opts *opts)
+{
+    struct lw_gimpl *g = lw__gimpl(gu);
+    const struct lw_settings *s = lw__settings();
+
+    g->key = g->inline_key;
+    g->keycap = sizeof g->inline_key;
+    g->keylen = 0;
+    g->state = LW_G_INIT;
+    g->status = opts == NULL ? LW_EINVAL : s->error;
+    if (opts != NULL)
+        g->opts = *opts;
+    else
+        memset(&g->opts, 0, sizeof g->opts);
+    if (g->status == LW_OK)
+        lw_guard_key_bytes(gu, s->prefix, s->prefix_len);
+    g->fence = 0;
+    g->lease.lost = 0;
+    g->key_start = g->keylen;
+}
+
+static struct lw_gimpl *find_owner(struct lw_thread *t, struct lw_gimpl *g)
+{
+    for (struct lw_gimpl *o = t->top; o != NULL; o = o->outer)
+        if (o->state == LW_G_OWNER && o->fork_gen == lw__fork_gen &&
+            o->keylen == g->keylen && memcmp(o->key, g->key, g->keylen) == 0)
+            return o;
+    return NULL;
+}
+
+static void push(struct lw_thread *t, struct lw_gimpl *g)
+{
+    g->outer = t->top;
+    t->top = g;
+}
+
+static void unlink_guard(struct lw_thread *t, struct lw_gimpl *g)
+{
+    struct lw_gimpl **pp = &t->top;
+
+    if (*pp != g)
+        lw__log(LW_LOG_ERROR, "guard of %.*s left out of order", (int)g->keylen,
+                g->key);
+    while (*pp != NULL && *pp != g)
+        pp = &(*pp)->outer;
+    if (*pp == g)
+        *pp = g->outer;
+}
+
+static int finish(struct lw_thread *t, struct lw_gimpl *g, int rc)
+{
+    g->state = LW_G_DONE;
+    lw__key_free(g);
+    t->last_error = rc;
+    return rc;
+}
+
+static int check(const struct lw_gimpl *g)
+{
+    if (g->status != LW_OK)
+        return g->status;
+    if (g->keylen == g->key_start || g->opts.expire_ms == 0)
+        return LW_EINVAL; /* empty key, or a lease of no time */
+    return LW_OK;
+}
+
+static int own(struct lw_thread *t, struct lw_gimpl *g)
+{
+    int rc;
+
+    lw__fork_init();
+    /* An acquisition that must give the lock back (lw__acquire's own
+     * failures) releases it before the watchdog ever saw the lease. */
+    lw__lease_detach(&g->lease);
+    rc = lw__acquire(g);
+    if (rc != LW_OK)
+        return rc;
+    g->lease.key = g->key;
+    g->lease.keylen = g->keylen;
+    g->lease.expire_ms = g->opts.expire_ms;
+    g->lease.renews_left = g->opts.max_renew;
+    g->lease.lost = 0;
+    rc = lw__watchdog_add(&g->lease);
+    if (rc != LW_OK) {
+        lw__release(g);
+        return rc;
+    }
+    g->state = LW_G_OWNER;
+    g->owner = g;
+    g->depth = 0;
+    g->fork_gen = lw__fork_gen;
+    push(t, g);
+    LW_STAT_ADD(acquired, 1);
+    LW_STAT_ADD(held, 1);
+    return LW_OK;
+}
+
+int lw_guard_enter(lw_guard *gu)
+{
+    struct lw_gimpl *g = lw__gimpl(gu), *o;
+    struct lw_thread *t = lw__thread();
+    int rc;
+
+    /* A guard entered (or finished) already is left as it is: finishing it
+     * here would free a key the watchdog may be renewing right now. */
+    if (g->state != LW_G_INIT)
+        return t->last_error = LW_EINVAL;
+    rc = check(g);
+    if (rc == LW_OK && (o = find_owner(t, g)) != NULL) {
+        g->state = LW_G_REENTERED;
+        g->owner = o;
+        g->fork_gen = o->fork_gen;
+        o->depth++;
+        push(t, g);
+        LW_STAT_ADD(reentered, 1);
+        t->last_error = LW_OK;
+        return LW_OK;
+    }
+    if (rc == LW_OK)
+        rc = own(t, g);
+    if (rc == LW_OK) {
+        t->last_error = LW_OK;
+        return LW_OK;
+    }
+    if (rc == LW_ETIMEOUT)
+        LW_STAT_ADD(timed_out, 1);
+    return finish(t, g, rc);
+}
+
+static int owner_status(const struct lw_gimpl *o)
+{
+    if (o->fork_gen != lw__fork_gen)
+        return LW_EFORKED;
+    return lw__lease_lost(&o->lease) ? LW_ELOST : LW_OK;
+}
+
+int lw_guard_leave(lw_guard *gu)
+{
+    struct lw_gimpl *g = lw__gimpl(gu);
+    struct lw_thread *t = lw__thread();
+    int rc;
+
+    if (g->state != LW_G_OWNER && g->state != LW_G_REENTERED)
+        return t->last_error = LW_EINVAL;
+    unlink_guard(t, g);
+    if (g->state == LW_G_REENTERED) {
+        g->owner->depth--;
+        rc = owner_status(g->owner);
+        return finish(t, g, rc);
+    }
+    if (g->depth != 0)
+        lw__log(LW_LOG_ERROR, "lock %.*s released with %u re-entries open",
+                (int)g->keylen, g->key, g->depth);
+    /* A forked child never touches the parent's lock: not its to release. */
+    rc = g->fork_gen != lw__fork_gen ? LW_EFORKED : lw__release(g);
+    if (g->fork_gen == lw__fork_gen)
+        LW_STAT_SUB(held, 1);
+    if (rc == LW_ELOST)
+        LW_STAT_ADD(lost, 1);
+    return finish(t, g, rc);
+}
+
+void lw_guard_discard(lw_guard *gu)
+{
+    struct lw_gimpl *g = lw__gimpl(gu);
+
+    if (g->state == LW_G_INIT || g->state == LW_G_DONE) {
+        lw__key_free(g);
+        g->state = LW_G_DONE;
+    }
+}
+
+int lw_lock(lw_guard *g, const char *key, size_t keylen,
+            const lw_lock_opts *opts)
+{
+    lw_guard_init(g, opts);
+    if (key == NULL)
+        lw__gimpl(g)->status = LW_EINVAL;
+    lw_guard_key_bytes(g, key, keylen);
+    return lw_guard_enter(g);
+}
+
+uint64_t lw_fence(void)
+{
+    struct lw_gimpl *top = lw__thread()->top;
+
+    if (top == NULL || top->owner->fork_gen != lw__fork_gen)
+        return 0;
+    return top->owner->fence;
+}
+
+int lw_still_held(void)
+{
+    struct lw_gimpl *top = lw__thread()->top;
+    const struct lw_lease *l;
+
+    if (top == NULL || owner_status(top->owner) != LW_OK)
+        return 0;
+    /* Past the lease's end by our own clock, the lock may be someone else's
+     * already even though no renewal has failed yet: after this process
+     * was paused (SIGSTOP, swapping, a debugger) the watchdog has not had
+     * its turn. */
+    l = &top->owner->lease;
+    return lw__now_ms() < __atomic_load_n(&l->valid_until_ms, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,283 @@
+/*
+ * Redlock over independent masters (LOCKWEAVE_REDIS_URL is a comma-separated
+ * list of N URLs).  The lock is ours when a quorum, N/2 + 1, of the masters
+ * granted it in one parallel round and some lease is left after the round
+ * trip and a clock-drift allowance:
+ *     validity = expire - elapsed - drift,  drift = expire / 100 + 2 ms
+ * all measured on CLOCK_MONOTONIC.  Renewal and release go to every master
+ * too; renewal needs a quorum as well.
+ *
+ * Busy: give back what we got (any master may hold our token even when its
+ * reply was lost) and retry after a jittered, growing delay capped by what is
+ * left of the wait — what Redlock specifies.  The fair queue and wake-ups of
+ * the single-server mode do not apply: a queue lives on one server, and
+ * independent masters have no common order to wait in.
+ *
+ * No fence: each master would count on its own, and counters of different
+ * masters have no order between them (a new holder's could be lower than the
+ * last one's), so lw_fence() is 0 in this mode.
+ */
+#include "core/redlock.h"
+
+#include <errno.h>
+#include <lockweave.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/clock.h"
+#include "base/config.h"
+#include "base/log.h"
+#include "topology/masters.h"
+#include "core/scripts.h"
+#include "base/stats.h"
+#include "base/thread.h"
+#include "core/token.h"
+#include "core/watchdog.h"
+
+#define RETRY_START_US 2000
+#define RETRY_MAX_US   100000
+#define ALL_MASTERS    0xffffu
+
+/* Clock-drift allowance: Redlock's 1 % of the lease plus 2 ms. */
+static uint32_t drift_ms(uint32_t expire_ms)
+{
+    return expire_ms / 100 + 2;
+}
+
+/* A round waits at most the command timeout, and never longer than cap_ms
+ * (a vote that comes after the lease ended is worth nothing). */
+static int64_t round_deadline(const struct lw_settings *cfg, uint32_t cap_ms)
+{
+    int64_t ms = cfg->command_timeout_ms;
+
+    if (cap_ms > 0 && cap_ms < ms)
+        ms = cap_ms;
+    return lw__now_us() + ms * 1000;
+}
+
+/* The REDLOCK script on the masters in mask: renew for lease_ms (a decimal
+ * string), or delete when lease_ms is NULL.  Votes: 1 done, 0 no key, -1
+ * another owner's. */
+static void compare_and(struct lw_masters *m, const struct lw_lease *l,
+                        const char *key, size_t keylen, const char *lease_ms,
+                        unsigned mask, struct lw_vote *votes)
+{
+    const char *argv[] = {key, l->token, lease_ms};
+    size_t lens[] = {keylen, (size_t)l->toklen,
+                     lease_ms ? strlen(lease_ms) : 0};
+    struct lw_rcmd cmd = {LW_SCRIPT_REDLOCK, 1, lease_ms ? 3 : 2, argv, lens};
+
+    lw__masters_run(m, &cmd, mask, round_deadline(l->cfg, 0), votes);
+}
+
+/* How the masters answered the REDLOCK script: done (1), or certainly not
+ * ours (0 or -1); a replayed 0 while the lease is valid is our own first
+ * attempt's work. */
+static void count_script(const struct lw_masters *m, const struct lw_vote *v,
+                         int valid, int *done, int *not_ours)
+{
+    *done = *not_ours = 0;
+    for (int i = 0; i < m->n; i++) {
+        const redisReply *r = v[i].r;
+        if (r == NULL || r->type != REDIS_REPLY_INTEGER)
+            continue;
+        if (r->integer == 1 || (r->integer == 0 && v[i].replayed && valid))
+            (*done)++;
+        else
+            (*not_ours)++;
+    }
+}
+
+static int is_token(const redisReply *r, const struct lw_lease *l)
+{
+    return r->type == REDIS_REPLY_STRING && r->len == (size_t)l->toklen &&
+           memcmp(r->str, l->token, r->len) == 0;
+}
+
+/*
+ * Replica-safe acquire on each master (wait_replicas > 0): WAIT on the
+ * masters that granted the lock on the connection still open (a replayed SET
+ * went out on an earlier one, which this WAIT would not cover).  True when a
+ * quorum of them reached enough replicas in time.
+ */
+static int replicated(struct lw_masters *m, const struct lw_gimpl *g,
+                      unsigned granted)
+{
+    const struct lw_settings *cfg = g->lease.cfg;
+    char n[16], t[16];
+    const char *argv[] = {"WAIT", n, t};
+    size_t lens[] = {4, 0, 0};
+    struct lw_rcmd cmd = {-1, 0, 3, argv, lens};
+    struct lw_vote v[LW_ENDPOINTS_MAX];
+    int acked = 0;
+
+    lens[1] = (size_t)snprintf(n, sizeof n, "%d", cfg->wait_replicas);
+    lens[2] = (size_t)snprintf(t, sizeof t, "%d", cfg->wait_timeout_ms);
+    lw__masters_run(m, &cmd, granted, round_deadline(cfg, 0), v);
+    for (int i = 0; i < m->n; i++)
+        acked += v[i].r != NULL && !v[i].replayed &&
+                 v[i].r->type == REDIS_REPLY_INTEGER &&
+                 v[i].r->integer >= cfg->wait_replicas;
+    lw__votes_free(v, m->n);
+    if (acked < m->quorum)
+        lw__log(LW_LOG_WARN,
+                "lock %.*s reached %d replicas on %d masters only (quorum "
+                "%d) within %d ms: given back",
+                (int)g->keylen, g->key, cfg->wait_replicas, acked, m->quorum,
+                cfg->wait_timeout_ms);
+    return acked >= m->quorum;
+}
+
+/*
+ * One round of SET key token NX PX expire GET on every master: 1 ours, 0 not
+ * (busy, split vote, or too slow), LW_EREDIS when fewer than a quorum
+ * answered at all (fail closed), LW_EREPLICAS when wait_replicas asks for
+ * replicas a quorum of masters could not confirm.  GET returns our own token
+ * when a replayed SET finds the first one's work.
+ */
+static int try_once(struct lw_masters *m, struct lw_gimpl *g)
+{
+    struct lw_lease *l = &g->lease;
+    uint32_t expire = g->opts.expire_ms;
+    char ex[16];
+    const char *argv[] = {"SET", g->key, l->token, "NX", "PX", ex, "GET"};
+    size_t lens[] = {3, g->keylen, (size_t)l->toklen, 2, 2, 0, 3};
+    struct lw_rcmd cmd = {-1, 0, 7, argv, lens};
+    struct lw_vote v[LW_ENDPOINTS_MAX];
+    int64_t start_us = lw__now_us(), validity_ms;
+    int yes = 0, answered = 0, rc;
+    unsigned undo = 0, granted = 0;
+
+    lens[5] = (size_t)snprintf(ex, sizeof ex, "%u", expire);
+    lw__masters_run(m, &cmd, ALL_MASTERS, round_deadline(l->cfg, expire), v);
+    for (int i = 0; i < m->n; i++) {
+        const redisReply *r = v[i].r;
+        int ours = r != NULL && (r->type == REDIS_REPLY_NIL || is_token(r, l));
+        answered += r != NULL;
+        yes += ours;
+        if (ours && !v[i].replayed)
+            granted |= 1u << i;
+        if (v[i].sent && (ours || r == NULL))
+            undo |= 1u << i;
+    }
+    lw__votes_free(v, m->n);
+    rc = yes >= m->quorum ? 1 : answered < m->quorum ? LW_EREDIS : 0;
+    if (rc == 1 && l->cfg->wait_replicas > 0 && !replicated(m, g, granted))
+        rc = LW_EREPLICAS;
+    validity_ms =
+        (int64_t)expire - (lw__now_us() - start_us) / 1000 - drift_ms(expire);
+    if (rc == 1 && validity_ms > 0) {
+        /* Every master that granted it set its TTL after start_us. */
+        l->valid_until_ms = start_us / 1000 + expire - drift_ms(expire);
+        return 1;
+    }
+    if (undo != 0) {
+        compare_and(m, l, g->key, g->keylen, NULL, undo, v);
+        lw__votes_free(v, m->n);
+    }
+    return rc == 1 ? 0 : rc; /* granted too slowly: another round */
+}
+
+/* Sleep before the next round: full jitter over a growing delay, so
+ * clients that split the vote do not collide again; never past the wait. */
+static void pause_before_retry(int64_t *backoff_us, int64_t left_us)
+{
+    int64_t us = *backoff_us / 2 + lw__jitter((uint32_t)(*backoff_us / 2) + 1);
+    struct timespec ts;
+
+    *backoff_us =
+        *backoff_us * 2 > RETRY_MAX_US ? RETRY_MAX_US : *backoff_us * 2;
+    if (us > left_us)
+        us = left_us;
+    ts.tv_sec = us / 1000000;
+    ts.tv_nsec = (long)(us % 1000000) * 1000;
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+int lw__redlock_acquire(struct lw_gimpl *g)
+{
+    struct lw_masters *m;
+    int64_t start_us = lw__now_us(), backoff_us = RETRY_START_US;
+    int64_t deadline_us = start_us + (int64_t)g->opts.wait_ms * 1000;
+    int rc, waited = 0;
+
+    rc = lw__masters_get(g->lease.cfg, &m);
+    if (rc != LW_OK)
+        return rc;
+    g->fence = 0;
+    g->lease.drift_ms = drift_ms(g->opts.expire_ms);
+    for (;;) {
+        int64_t left_us;
+        /* A new token per round: a SET that reaches a hung master after
+         * we gave up on it must not pass for a grant of a later round. */
+        rc = lw__token_new(g->lease.token);
+        if (rc < 0)
+            break;
+        g->lease.toklen = rc;
+        rc = try_once(m, g);
+        if (rc != 0)
+            break;
+        if (!waited)
+            LW_STAT_ADD(contended, 1);
+        waited = 1;
+        left_us = deadline_us - lw__now_us();
+        if (left_us <= 0) {
+            rc = LW_ETIMEOUT;
+            break;
+        }
+        pause_before_retry(&backoff_us, left_us);
+    }
+    if (waited)
+        lw__stat_wait((uint64_t)(lw__now_us() - start_us));
+    return rc < 0 ? rc : LW_OK;
+}
+
+int lw__redlock_release(struct lw_gimpl *g)
+{
+    struct lw_lease *l = &g->lease;
+    struct lw_vote v[LW_ENDPOINTS_MAX];
+    struct lw_masters *m;
+    int valid = lw__now_ms() < l->valid_until_ms, done = 0, not_ours = 0;
+
+    if (lw__masters_get(l->cfg, &m) == LW_OK) {
+        compare_and(m, l, g->key, g->keylen, NULL, ALL_MASTERS, v);
+        count_script(m, v, valid, &done, &not_ours);
+        lw__votes_free(v, m->n);
+        if (done >= m->quorum)
+            return lw__lease_lost(l) ? LW_ELOST : LW_OK;
+        if (not_ours > m->n - m->quorum) {
+            lw__log(LW_LOG_WARN,
+                    "lock %.*s lost before release: not ours on %d of %d "
+                    "masters",
+                    (int)g->keylen, g->key, not_ours, m->n);
+            lw__lease_mark_lost(l);
+            return LW_ELOST;
+        }
+    }
+    /* As in single-server mode: the body ran under the lock, only the early
+     * unlock is unconfirmed, and the keys end by their TTL. */
+    lw__log(LW_LOG_WARN,
+            "could not release lock %.*s on a quorum of masters (%d "
+            "confirmed); it ends by its TTL",
+            (int)g->keylen, g->key, done);
+    return !lw__lease_lost(l) && valid ? LW_OK : LW_ELOST;
+}
+
+int lw__redlock_renew(struct lw_lease *l)
+{
+    struct lw_vote v[LW_ENDPOINTS_MAX];
+    struct lw_masters *m;
+    int done, not_ours;
+
+    if (lw__masters_get(l->cfg, &m) != LW_OK)
+        return -1;
+    compare_and(m, l, l->key, l->keylen, l->expire_str, ALL_MASTERS, v);
+    count_script(m, v, 0, &done, &not_ours); /* renewal deletes nothing */
+    lw__votes_free(v, m->n);
+    if (done >= m->quorum)
+        return 1;
+    /* A quorum is out of reach: the lock is someone else's, or gone. */
+    return not_ours > m->n - m->quorum ? 0 : -1;
+}

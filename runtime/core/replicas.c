@@ -1,0 +1,90 @@
+/*
+ * Replica-safe acquire.  Redis replicates asynchronously: a master that fails
+ * right after granting a lock may not have passed the SET on, and the
+ * promoted replica grants the same lock to someone else.  WAIT closes most of
+ * that window: the acquisition only counts once enough replicas acknowledged
+ * it.  It is not consensus — a failover may still promote a replica that had
+ * not acknowledged, and an acknowledged write is not fsynced — but it no
+ * longer happens because of ordinary replication lag.
+ */
+#include "core/replicas.h"
+
+#include <lockweave.h>
+#include <stdio.h>
+
+#include "base/clock.h"
+#include "base/config.h"
+#include "net/conn.h"
+#include "core/keynames.h"
+#include "base/log.h"
+#include "topology/route.h"
+#include "topology/slot.h"
+
+/*
+ * WAIT counts the replicas that have every write of *this connection* so
+ * far.  The lock may have been written by another connection — handed to us
+ * by a release script, or by a SET on a connection that broke and was
+ * replaced — so one write of ours goes first: INCR of the key's fence counter
+ * (always safe: fences only have to increase).  The replication stream is
+ * ordered, so a replica that has the INCR has the lock too.
+ */
+static int wait_ack(const struct lw_gimpl *g, struct lw_conn *conn,
+                    long long *acked)
+{
+    const struct lw_settings *cfg = g->lease.cfg;
+    struct lw_names names;
+    char n[16], t[16];
+    const char *wait_argv[] = {"WAIT", n, t};
+    size_t wait_lens[] = {4, 0, 0};
+    const char *incr_argv[2] = {"INCR"};
+    size_t incr_lens[2] = {4};
+    struct lw_cmd cmds[2];
+    redisReply *r[2];
+    int replayed, rc;
+
+    rc = lw__names_init(&names, g->key, g->keylen);
+    if (rc != LW_OK)
+        return rc;
+    incr_argv[1] = names.fence;
+    incr_lens[1] = names.fencelen;
+    wait_lens[1] = (size_t)snprintf(n, sizeof n, "%d", cfg->wait_replicas);
+    wait_lens[2] = (size_t)snprintf(t, sizeof t, "%d", cfg->wait_timeout_ms);
+    cmds[0] = (struct lw_cmd){2, incr_argv, incr_lens};
+    cmds[1] = (struct lw_cmd){3, wait_argv, wait_lens};
+    if (conn != NULL)
+        rc = lw__conn_pipeline(conn, cmds, 2, r, &replayed);
+    else /* cluster: WAIT counts the replicas of the key's master */
+        rc = lw__route_pipeline(
+            cfg, lw__key_slot(g->key, g->keylen), cmds, 2, r, &replayed,
+            lw__now_us() + (int64_t)cfg->command_timeout_ms * 1000);
+    lw__names_free(&names);
+    if (rc == LW_ROUTE_ASKED) /* the slot is moving: cannot tell, give up */
+        return LW_EREDIS;
+    if (rc != LW_OK)
+        return rc;
+    *acked = r[1]->type == REDIS_REPLY_INTEGER ? r[1]->integer : -1;
+    freeReplyObject(r[0]);
+    freeReplyObject(r[1]);
+    return LW_OK;
+}
+
+int lw__wait_replicas(struct lw_gimpl *g, struct lw_conn *conn)
+{
+    long long acked = -1;
+    int rc = wait_ack(g, conn, &acked);
+
+    if (rc == LW_OK && acked >= g->lease.cfg->wait_replicas)
+        return LW_OK;
+    if (rc == LW_OK) {
+        lw__log(LW_LOG_WARN,
+                "lock %.*s reached %lld of %d replicas within %d ms: given "
+                "back",
+                (int)g->keylen, g->key, acked, g->lease.cfg->wait_replicas,
+                g->lease.cfg->wait_timeout_ms);
+        rc = LW_EREPLICAS;
+    }
+    /* Give it back (and wake the next waiter); the lease is not yet known to
+     * the watchdog (guard.c detached it before acquiring). */
+    lw__release(g);
+    return rc;
+}

@@ -1,0 +1,71 @@
+/*
+ * RESP encoding of our own commands.  hiredis's redisAppendCommandArgv builds
+ * each command with sds strings and a printf-style formatter, allocating per
+ * argument: measured with callgrind, that was ~40 % of the client's
+ * instructions per lock.  Formatting into one reused buffer and handing it to
+ * redisAppendFormattedCommand() costs a copy.
+ */
+#include "net/resp.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int reserve(struct lw_resp *b, size_t extra)
+{
+    size_t cap;
+    char *p;
+
+    if (b->len + extra <= b->cap)
+        return 0;
+    cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra)
+        cap *= 2;
+    p = realloc(b->p, cap);
+    if (p == NULL)
+        return -1;
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+/* "<c><n>\r\n", the header of an array or a bulk string. */
+static void put_header(struct lw_resp *b, char c, size_t n)
+{
+    char digits[24], *d = digits + sizeof digits;
+
+    do
+        *--d = (char)('0' + n % 10);
+    while ((n /= 10) != 0);
+    b->p[b->len++] = c;
+    memcpy(b->p + b->len, d, (size_t)(digits + sizeof digits - d));
+    b->len += (size_t)(digits + sizeof digits - d);
+    b->p[b->len++] = '\r';
+    b->p[b->len++] = '\n';
+}
+
+int lw__resp_cmd(struct lw_resp *b, int argc, const char *const *argv,
+                 const size_t *lens)
+{
+    size_t need = 24;
+
+    for (int i = 0; i < argc; i++)
+        need += lens[i] + 24 + 2;
+    if (reserve(b, need) != 0)
+        return -1;
+    put_header(b, '*', (size_t)argc);
+    for (int i = 0; i < argc; i++) {
+        put_header(b, '$', lens[i]);
+        memcpy(b->p + b->len, argv[i], lens[i]);
+        b->len += lens[i];
+        b->p[b->len++] = '\r';
+        b->p[b->len++] = '\n';
+    }
+    return 0;
+}
+
+void lw__resp_free(struct lw_resp *b)
+{
+    free(b->p);
+    b->p = NULL;
+    b->len = b->cap = 0;
+}

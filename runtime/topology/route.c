@@ -1,0 +1,360 @@
+/*
+ * Redis Cluster routing (see route.h).  Each thread keeps one connection per
+ * node it talks to, found by host and port, so no hiredis context is shared
+ * and a reply always answers the request sent on it.
+ */
+#include "topology/route.h"
+
+#include <lockweave.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "topology/slotmap.h"
+#include "base/stats.h"
+#include "base/thread.h"
+
+#define REFRESH_MIN_MS 100 /* CLUSTER SLOTS at most this often */
+#define RETRY_MIN_US   10000
+#define RETRY_MAX_US   200000
+#define HOST_MAX       256
+
+/* This thread's connections to cluster nodes. */
+struct lw_nodeconns {
+    int n, cap;
+    struct nodeconn {
+        struct lw_url url; /* owned: the connection points at it */
+        struct lw_conn *conn;
+    } * v;
+};
+
+static int64_t last_refresh_ms;
+
+void lw__route_nodes_free(void *p)
+{
+    struct lw_nodeconns *t = p;
+
+    if (t == NULL)
+        return;
+    for (int i = 0; i < t->n; i++) {
+        lw__conn_free(t->v[i].conn);
+        lw__url_free(&t->v[i].url);
+    }
+    free(t->v);
+    free(t);
+}
+
+void lw__route_thread_drop(void)
+{
+    struct lw_nodeconns *t = lw__thread()->nodes;
+
+    for (int i = 0; t != NULL && i < t->n; i++)
+        lw__conn_drop(t->v[i].conn);
+}
+
+/* This thread's connection to u (host and port), created on first use. */
+static struct lw_conn *conn_to(const struct lw_url *u)
+{
+    struct lw_thread *th = lw__thread();
+    struct lw_nodeconns *t = th->nodes;
+    struct nodeconn *nc;
+
+    if (t == NULL) {
+        if ((t = calloc(1, sizeof *t)) == NULL)
+            return NULL;
+        lw__thread_set_nodes(t);
+    }
+    for (int i = 0; i < t->n; i++)
+        if (t->v[i].url.port == u->port &&
+            strcmp(t->v[i].url.host, u->host) == 0)
+            return t->v[i].conn;
+    if (t->n == t->cap) {
+        int cap = t->cap ? t->cap * 2 : 8;
+        struct nodeconn *v = realloc(t->v, (size_t)cap * sizeof *v);
+        if (v == NULL)
+            return NULL;
+        t->v = v;
+        t->cap = cap;
+    }
+    nc = &t->v[t->n];
+    if (lw__url_copy(&nc->url, u) != LW_OK)
+        return NULL;
+    nc->conn = lw__conn_new_to(&nc->url);
+    if (nc->conn == NULL) {
+        lw__url_free(&nc->url);
+        return NULL;
+    }
+    /* The url moves with realloc; connections are re-pointed there. */
+    t->n++;
+    for (int i = 0; i < t->n; i++)
+        t->v[i].conn->url = &t->v[i].url;
+    return nc->conn;
+}
+
+/* Ask node u for CLUSTER SLOTS and publish the map.  LW_OK or why not. */
+static int learn_from(const struct lw_settings *s, const struct lw_url *u)
+{
+    static const char *argv[] = {"CLUSTER", "SLOTS"};
+    static const size_t lens[] = {7, 5};
+    struct lw_cmd cmd = {2, argv, lens};
+    struct lw_conn *c = conn_to(u);
+    struct lw_slotmap *m;
+    redisReply *r;
+    int rc, replayed;
+
+    if (c == NULL)
+        return LW_ENOMEM;
+    rc = lw__conn_pipeline(c, &cmd, 1, &r, &replayed);
+    if (rc != LW_OK)
+        return rc;
+    rc = lw__slotmap_parse(r, u, &s->ep.urls[0], s->gen, &m);
+    freeReplyObject(r);
+    if (rc == LW_OK)
+        lw__slotmap_publish(m);
+    return rc;
+}
+
+/* Try every known master, then every seed, until one answers. */
+static int learn(const struct lw_settings *s)
+{
+    const struct lw_slotmap *m = lw__slotmap_current();
+    int rc = LW_EREDIS;
+
+    if (m != NULL && m->cfg_gen == s->gen)
+        for (int i = 0; i < m->nnodes && rc != LW_OK && rc != LW_ENOMEM; i++)
+            rc = learn_from(s, &m->nodes[i]);
+    for (int i = 0; i < s->ep.n && rc != LW_OK && rc != LW_ENOMEM; i++)
+        rc = learn_from(s, &s->ep.urls[i]);
+    if (rc != LW_OK)
+        lw__log(LW_LOG_WARN, "Redis Cluster: no node told the slot map (%s)",
+                lw_strerror(rc));
+    return rc;
+}
+
+int lw__route_refresh(const struct lw_settings *s)
+{
+    const struct lw_slotmap *before = lw__slotmap_current();
+    int64_t now = lw__now_ms();
+    int64_t last = __atomic_load_n(&last_refresh_ms, __ATOMIC_RELAXED);
+
+    /* One thread refreshes per period; the others use what it learns. */
+    if (before != NULL && before->cfg_gen == s->gen &&
+        (now - last < REFRESH_MIN_MS ||
+         !__atomic_compare_exchange_n(&last_refresh_ms, &last, now, 0,
+                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)))
+        return lw__slotmap_current() != before ? LW_OK : LW_EREDIS;
+    __atomic_store_n(&last_refresh_ms, now, __ATOMIC_RELAXED);
+    return learn(s);
+}
+
+/* The current map for s, learnt first if there is none for it. */
+static const struct lw_slotmap *map_for(const struct lw_settings *s)
+{
+    const struct lw_slotmap *m = lw__slotmap_current();
+
+    if (m == NULL || m->cfg_gen != s->gen) {
+        lw__route_refresh(s);
+        m = lw__slotmap_current();
+    }
+    return m != NULL && m->cfg_gen == s->gen ? m : NULL;
+}
+
+enum verdict { V_OK, V_ERROR, V_MOVED, V_ASK, V_RETRY };
+
+/* What the replies say; for MOVED and ASK, the node they name in *to (host
+ * in hostbuf, credentials of the seeds). */
+static enum verdict classify(redisReply **out, int n, const struct lw_url *from,
+                             struct lw_url *to, char *hostbuf)
+{
+    for (int i = 0; i < n; i++) {
+        const char *e = out[i]->str, *sp, *colon;
+        int moved;
+        if (out[i]->type != REDIS_REPLY_ERROR)
+            continue;
+        lw__log(LW_LOG_DEBUG, "Redis Cluster: %s", e);
+        if (strncmp(e, "TRYAGAIN", 8) == 0 ||
+            strncmp(e, "CLUSTERDOWN", 11) == 0 ||
+            strncmp(e, "LOADING", 7) == 0 || strncmp(e, "MASTERDOWN", 10) == 0)
+            return V_RETRY;
+        moved = strncmp(e, "MOVED ", 6) == 0;
+        if (!moved && strncmp(e, "ASK ", 4) != 0) {
+            lw__conn_log_error(out[i]);
+            return V_ERROR;
+        }
+        /* "MOVED <slot> <host>:<port>"; an empty host is the one asked. */
+        sp = strchr(e + (moved ? 6 : 4), ' ');
+        colon = sp ? strrchr(sp, ':') : NULL;
+        if (colon == NULL || colon - sp - 1 >= HOST_MAX) {
+            lw__conn_log_error(out[i]);
+            return V_ERROR;
+        }
+        *to = *from;
+        to->host = hostbuf;
+        if (colon > sp + 1) {
+            memcpy(hostbuf, sp + 1, (size_t)(colon - sp - 1));
+            hostbuf[colon - sp - 1] = '\0';
+        } else if (from->host != hostbuf) {
+            snprintf(hostbuf, HOST_MAX, "%s", from->host);
+        }
+        to->port = atoi(colon + 1);
+        return moved ? V_MOVED : V_ASK;
+    }
+    return V_OK;
+}
+
+static void free_replies(redisReply **out, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (out[i] != NULL)
+            freeReplyObject(out[i]);
+        out[i] = NULL;
+    }
+}
+
+/* One request as the router sees it. */
+struct rreq {
+    int script; /* id, or -1 for cmds */
+    int nkeys, nargs;
+    const char *const *argv;
+    const size_t *lens;
+    const struct lw_cmd *cmds;
+    int n;
+    int raw_errors; /* hand a plain error reply back, with LW_OK */
+};
+
+static int send_to(struct lw_conn *c, const struct rreq *q, int flags,
+                   redisReply **out, int *replayed)
+{
+    flags |= LW_CONN_RAW_ERRORS;
+    if (q->script >= 0)
+        return lw__conn_script_ex(c, q->script, q->nkeys, q->nargs, q->argv,
+                                  q->lens, flags, out, replayed);
+    return lw__conn_pipeline_ex(c, q->cmds, q->n, flags, out, replayed);
+}
+
+static void backoff(int64_t *sleep_us, int64_t deadline_us)
+{
+    int64_t left = deadline_us - lw__now_us();
+    int64_t us = *sleep_us < left ? *sleep_us : left;
+
+    if (us > 0) {
+        struct timespec ts = {us / 1000000, (long)(us % 1000000) * 1000};
+        while (nanosleep(&ts, &ts) != 0)
+            ;
+    }
+    *sleep_us = *sleep_us * 2 > RETRY_MAX_US ? RETRY_MAX_US : *sleep_us * 2;
+}
+
+static int route(const struct lw_settings *s, int slot, const struct rreq *q,
+                 redisReply **out, int *replayed, int64_t deadline_us)
+{
+    int n = q->script >= 0 ? 1 : q->n;
+    int flags = 0, rc = LW_EREDIS;
+    int64_t sleep_us = RETRY_MIN_US;
+    struct lw_url to, target;
+    char hostbuf[HOST_MAX];
+    int redirected = 0;
+
+    *replayed = 0;
+    if (deadline_us == 0)
+        deadline_us = lw__now_us() + (int64_t)s->command_timeout_ms * 1000;
+    for (;;) {
+        const struct lw_slotmap *m = redirected ? NULL : map_for(s);
+        struct lw_conn *c;
+        int rep = 0;
+        if (!redirected) {
+            if (m == NULL || m->owner[slot] == LW_SLOT_UNSERVED) {
+                rc = LW_EREDIS; /* no map, or a failover in progress */
+                goto retry;
+            }
+            target = m->nodes[m->owner[slot]];
+        }
+        redirected = 0;
+        c = conn_to(&target);
+        if (c == NULL)
+            return LW_ENOMEM;
+        rc = send_to(c, q, flags, out, &rep);
+        flags = 0;
+        *replayed |= rep;
+        if (rc == LW_EREDIS) {
+            /* Unreachable node (a killed master?): the map may be stale, and
+             * the request may have run there before the link broke. */
+            *replayed = 1;
+            lw__route_refresh(s);
+            goto retry;
+        }
+        if (rc != LW_OK)
+            return rc;
+        switch (classify(out, n, &target, &to, hostbuf)) {
+        case V_OK:
+            return LW_OK;
+        case V_ERROR:
+            if (q->raw_errors)
+                return LW_OK;
+            free_replies(out, n);
+            return LW_EREDIS;
+        case V_MOVED:
+            free_replies(out, n);
+            lw__route_refresh(s);
+            target = to;
+            redirected = 1;
+            continue; /* the slot is served elsewhere: go there now */
+        case V_ASK:
+            free_replies(out, n);
+            if (q->script < 0)
+                return LW_ROUTE_ASKED;
+            target = to;
+            redirected = 1;
+            flags = LW_CONN_ASKING;
+            continue;
+        case V_RETRY:
+            free_replies(out, n);
+            rc = LW_EREDIS;
+            break;
+        }
+    retry:
+        if (lw__now_us() >= deadline_us)
+            return rc;
+        backoff(&sleep_us, deadline_us);
+    }
+}
+
+int lw__route_pipeline_ex(const struct lw_settings *s, int slot,
+                          const struct lw_cmd *cmds, int n, int flags,
+                          redisReply **out, int *replayed, int64_t deadline_us)
+{
+    struct rreq q = {.script = -1,
+                     .cmds = cmds,
+                     .n = n,
+                     .raw_errors = (flags & LW_CONN_RAW_ERRORS) != 0};
+    return route(s, slot, &q, out, replayed, deadline_us);
+}
+
+int lw__route_pipeline(const struct lw_settings *s, int slot,
+                       const struct lw_cmd *cmds, int n, redisReply **out,
+                       int *replayed, int64_t deadline_us)
+{
+    return lw__route_pipeline_ex(s, slot, cmds, n, 0, out, replayed,
+                                 deadline_us);
+}
+
+int lw__route_script(const struct lw_settings *s, int slot, int id, int nkeys,
+                     int nargs, const char *const *argv, const size_t *lens,
+                     redisReply **out, int *replayed, int64_t deadline_us)
+{
+    struct rreq q = {.script = id,
+                     .nkeys = nkeys,
+                     .nargs = nargs,
+                     .argv = argv,
+                     .lens = lens};
+    return route(s, slot, &q, out, replayed, deadline_us);
+}
+
+void lw__route_shutdown(void)
+{
+    lw__slotmap_free_all();
+    __atomic_store_n(&last_refresh_ms, 0, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,60 @@
+#ifndef LW_ROUTE_H
+#define LW_ROUTE_H
+
+#include <hiredis/hiredis.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/config.h"
+#include "net/conn.h"
+
+/*
+ * Redis Cluster routing: send a request about one slot to the master that
+ * serves it, on the calling thread's own connection to that node.
+ *
+ * The slot map is learnt with CLUSTER SLOTS from any known node (the seeds of
+ * LOCKWEAVE_REDIS_URL first) and shared by the process.  A MOVED reply
+ * re-sends the request to the node it names and refreshes the map
+ * (rate-limited); ASK re-sends it once to the importing node after ASKING;
+ * TRYAGAIN (keys of one script split by a migration), CLUSTERDOWN and LOADING
+ * (a failover in progress) and a node that cannot be reached (killed master)
+ * are retried with a short backoff and a fresh map until deadline_us.
+ *
+ * Same results as lw__conn_script() / lw__conn_pipeline(), plus
+ * LW_ROUTE_ASKED for a pipeline met by ASK: its commands are separate, and
+ * ASKING each on the importing node could create there a key (the fence
+ * counter) that still lives on the migrating one, so the caller re-sends
+ * the work as one script instead, which Redis redirects as a whole.
+ * *replayed is set when a request may have run on a node that then became
+ * unreachable.
+ */
+#define LW_ROUTE_ASKED 1
+
+int lw__route_pipeline(const struct lw_settings *s, int slot,
+                       const struct lw_cmd *cmds, int n, redisReply **out,
+                       int *replayed, int64_t deadline_us);
+
+/* With LW_CONN_RAW_ERRORS in flags, an error reply that is neither a
+ * redirection nor worth retrying comes back in out with LW_OK (logged),
+ * as lw__conn_pipeline_ex() does. */
+int lw__route_pipeline_ex(const struct lw_settings *s, int slot,
+                          const struct lw_cmd *cmds, int n, int flags,
+                          redisReply **out, int *replayed, int64_t deadline_us);
+
+int lw__route_script(const struct lw_settings *s, int slot, int id, int nkeys,
+                     int nargs, const char *const *argv, const size_t *lens,
+                     redisReply **out, int *replayed, int64_t deadline_us);
+
+/* Learn the map again now (rate-limited: at most every 100 ms).  LW_OK when
+ * the current map is newer than when called. */
+int lw__route_refresh(const struct lw_settings *s);
+
+/* Close this thread's node connections (lw_shutdown), or free them all
+ * (thread exit; p is the thread's table). */
+void lw__route_thread_drop(void);
+void lw__route_nodes_free(void *p);
+
+/* Free every slot map (lw_shutdown). */
+void lw__route_shutdown(void);
+
+#endif
