@@ -6,7 +6,22 @@
  * Comparing a counter avoids a getpid() system call on every lock. */
 extern unsigned lw__fork_gen;
 
-/* Install the pthread_atfork handlers (idempotent). */
+/* What a module does around fork(): prepare runs in the parent before it
+ * (take the module's mutexes, so the child's copies are consistent), then
+ * parent or child after it.  Any of the three may be NULL. */
+struct lw_fork_hooks {
+    void (*prepare)(void);
+    void (*parent)(void);
+    void (*child)(void);
+};
+
+/* Install the one pthread_atfork() of the library (idempotent). */
 void lw__fork_init(void);
+
+/* Run h around every later fork(): prepare hooks in the reverse order of
+ * registration, parent and child hooks in that order, as pthread_atfork()
+ * does.  h must live as long as the process; registering it again does
+ * nothing.  Thread-safe. */
+void lw__fork_register(const struct lw_fork_hooks *h);
 
 #endif

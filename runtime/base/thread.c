@@ -1,5 +1,5 @@
-/* Per-thread state.  The TLS block is plain data; the connection is also
- * registered under a pthread key so its destructor closes it at thread exit. */
+/* Per-thread state.  The TLS block is plain data; one pthread key, set once
+ * a thread keeps a resource, runs their free functions at thread exit. */
 #include "base/thread.h"
 
 #include <lockweave.h>
@@ -8,22 +8,27 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "net/conn.h"
-#include "topology/route.h"
-
 static _Thread_local struct lw_thread tls;
-static pthread_key_t conn_key, nodes_key;
-static pthread_once_t conn_key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
-static void conn_destructor(void *p)
+/* Thread exit: p is the thread's own struct lw_thread (TLS lives until the
+ * key destructors have run). */
+static void thread_exit(void *p)
 {
-    lw__conn_free(p);
+    struct lw_thread *t = p;
+
+    for (int i = 0; i < LW_RES_COUNT; i++) {
+        void *r = t->res[i];
+        t->res[i] = NULL;
+        if (r != NULL && t->res_free[i] != NULL)
+            t->res_free[i](r);
+    }
 }
 
-static void conn_key_init(void)
+static void exit_key_init(void)
 {
-    pthread_key_create(&conn_key, conn_destructor);
-    pthread_key_create(&nodes_key, lw__route_nodes_free);
+    pthread_key_create(&exit_key, thread_exit);
 }
 
 struct lw_thread *lw__thread(void)
@@ -31,18 +36,12 @@ struct lw_thread *lw__thread(void)
     return &tls;
 }
 
-void lw__thread_set_conn(struct lw_conn *conn)
+void lw__thread_keep(int which, void *p, void (*free_fn)(void *))
 {
-    pthread_once(&conn_key_once, conn_key_init);
-    tls.conn = conn;
-    pthread_setspecific(conn_key, conn);
-}
-
-void lw__thread_set_nodes(struct lw_nodeconns *nodes)
-{
-    pthread_once(&conn_key_once, conn_key_init);
-    tls.nodes = nodes;
-    pthread_setspecific(nodes_key, nodes);
+    pthread_once(&exit_key_once, exit_key_init);
+    tls.res[which] = p;
+    tls.res_free[which] = free_fn;
+    pthread_setspecific(exit_key, &tls);
 }
 
 uint32_t lw__jitter(uint32_t n)

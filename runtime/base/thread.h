@@ -5,16 +5,22 @@
 #include <stdint.h>
 
 struct lw_gimpl;
-struct lw_conn;
-struct lw_nodeconns;
+
+/* What the layers above keep per thread, freed when the thread exits. */
+enum lw_thread_res {
+    LW_RES_CONN,    /* net: the thread's connection to the server */
+    LW_RES_NODES,   /* topology: its connections to cluster nodes */
+    LW_RES_MASTERS, /* topology: its connections to Redlock's masters */
+    LW_RES_COUNT
+};
 
 /* Everything lockweave keeps per thread.  Reached through lw__thread(). */
 struct lw_thread {
     int last_error;
-    struct lw_gimpl *top; /* innermost entered guard (a stack via ->outer) */
-    struct lw_conn *conn; /* this thread's Redis connection, or NULL */
-    struct lw_nodeconns *nodes; /* its connections to cluster nodes */
-    unsigned token_gen;         /* lw__fork_gen the token base was drawn in */
+    struct lw_gimpl *top;    /* innermost entered guard (a stack via ->outer) */
+    void *res[LW_RES_COUNT]; /* see lw__thread_keep() */
+    void (*res_free[LW_RES_COUNT])(void *);
+    unsigned token_gen; /* lw__fork_gen the token base was drawn in */
     unsigned char token_base[16];
     uint64_t token_seq;
     uint64_t rng; /* xorshift state for backoff jitter */
@@ -22,11 +28,10 @@ struct lw_thread {
 
 struct lw_thread *lw__thread(void);
 
-/* Remember conn so it is closed when the thread exits. */
-void lw__thread_set_conn(struct lw_conn *conn);
-
-/* Same for the table of cluster node connections (route.c). */
-void lw__thread_set_nodes(struct lw_nodeconns *nodes);
+/* Make p this thread's resource `which` (NULL: none), freed with free_fn
+ * when the thread exits.  A resource it replaces is not freed: the caller
+ * did that, or still owns it. */
+void lw__thread_keep(int which, void *p, void (*free_fn)(void *));
 
 /* pthread_create() with every signal blocked in the new thread: lockweave's
  * own threads must not take the process's signals (SIGINT, SIGTERM) meant

@@ -22,8 +22,8 @@ struct lw_lease {
     char token[LW_TOKEN_MAX];
     int toklen;
     uint32_t expire_ms;
-    uint32_t drift_ms; /* clock-drift allowance taken off every validity
-                          (Redlock); 0 with one server */
+    uint32_t drift_ms;   /* clock-drift allowance taken off every validity
+                            (Redlock); 0 with one server */
     char expire_str[12]; /* expire_ms in decimal, as the renew script wants */
     int expire_len;
     int32_t renews_left;    /* < 0: unlimited */

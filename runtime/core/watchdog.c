@@ -21,6 +21,7 @@
 
 #include "base/clock.h"
 #include "base/config.h"
+#include "base/fork.h"
 #include "net/conn.h"
 #include "base/log.h"
 #include "core/redlock.h"
@@ -430,10 +431,41 @@ static int start_locked(void)
     return LW_OK;
 }
 
+static void atfork_prepare(void)
+{
+    pthread_mutex_lock(&wd.mu);
+}
+
+static void atfork_parent(void)
+{
+    pthread_mutex_unlock(&wd.mu);
+}
+
+/* The child has no watchdog thread and holds none of the parent's leases:
+ * forget them all; the connection is the parent's socket, closed unused. */
+static void atfork_child(void)
+{
+    forget_all(NULL);
+    wd.started = 0;
+    wd.sleep_until_ms = 0;
+    lw__conn_free(wd.conn);
+    wd.conn = NULL;
+    pthread_mutex_unlock(&wd.mu);
+}
+
+static void register_fork_hooks(void)
+{
+    static const struct lw_fork_hooks hooks = {atfork_prepare, atfork_parent,
+                                               atfork_child};
+    lw__fork_register(&hooks);
+}
+
 int lw__watchdog_add(struct lw_lease *l)
 {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
     int rc;
 
+    pthread_once(&once, register_fork_hooks);
     l->inflight = 0;
     l->heap_idx = -1;
     l->fifo = -1;
@@ -479,27 +511,5 @@ void lw__watchdog_stop(void)
     wd.conn = NULL;
     pthread_cond_destroy(&wd.cond);
     pthread_cond_destroy(&wd.settled);
-    pthread_mutex_unlock(&wd.mu);
-}
-
-void lw__watchdog_atfork_prepare(void)
-{
-    pthread_mutex_lock(&wd.mu);
-}
-
-void lw__watchdog_atfork_parent(void)
-{
-    pthread_mutex_unlock(&wd.mu);
-}
-
-/* The child has no watchdog thread and holds none of the parent's leases:
- * forget them all; the connection is the parent's socket, closed unused. */
-void lw__watchdog_atfork_child(void)
-{
-    forget_all(NULL);
-    wd.started = 0;
-    wd.sleep_until_ms = 0;
-    lw__conn_free(wd.conn);
-    wd.conn = NULL;
     pthread_mutex_unlock(&wd.mu);
 }

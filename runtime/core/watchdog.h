@@ -30,8 +30,5 @@ void lw__lease_mark_lost(struct lw_lease *l);
 
 /* Stop the thread and forget every lease (lw_shutdown, fork child). */
 void lw__watchdog_stop(void);
-void lw__watchdog_atfork_prepare(void);
-void lw__watchdog_atfork_parent(void);
-void lw__watchdog_atfork_child(void);
 
 #endif

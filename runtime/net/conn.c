@@ -225,18 +225,30 @@ int lw__conn_ensure(struct lw_conn *c)
     return LW_OK;
 }
 
+static void conn_free_any(void *p)
+{
+    lw__conn_free(p);
+}
+
 int lw__conn_thread(struct lw_conn **out)
 {
-    struct lw_thread *t = lw__thread();
+    struct lw_conn *c = lw__thread()->res[LW_RES_CONN];
 
-    if (t->conn == NULL) {
-        struct lw_conn *c = lw__conn_new();
-        if (c == NULL)
+    if (c == NULL) {
+        if ((c = lw__conn_new()) == NULL)
             return LW_ENOMEM;
-        lw__thread_set_conn(c);
+        lw__thread_keep(LW_RES_CONN, c, conn_free_any);
     }
-    *out = t->conn;
-    return lw__conn_ensure(t->conn);
+    *out = c;
+    return lw__conn_ensure(c);
+}
+
+void lw__conn_thread_drop(void)
+{
+    struct lw_conn *c = lw__thread()->res[LW_RES_CONN];
+
+    if (c != NULL)
+        lw__conn_drop(c);
 }
 
 /* argv for EVALSHA/EVAL: command, script, numkeys, then the caller's. */

@@ -40,6 +40,9 @@ void lw__conn_free(struct lw_conn *c);
  * LW_EREDIS, LW_EAUTH, LW_ECONFIG or LW_ENOMEM. */
 int lw__conn_thread(struct lw_conn **out);
 
+/* Close this thread's connection (lw_shutdown); the next use reopens it. */
+void lw__conn_thread_drop(void);
+
 /* Open c if it is closed or stale (config changed, fork). */
 int lw__conn_ensure(struct lw_conn *c);
 

@@ -21,6 +21,8 @@
 
 #include "base/clock.h"
 #include "base/config.h"
+#include "base/fork.h"
+#include "base/thread.h"
 #include "net/conn.h"
 #include "base/log.h"
 #include "core/scripts.h"
@@ -29,8 +31,6 @@
 #define ARGV_MAX 12 /* words of one command, script head excluded */
 #define PASSES   3  /* first send, one EVAL after NOSCRIPT, one replay */
 
-static _Thread_local struct lw_masters *mine;
-static pthread_key_t masters_key;
 static pthread_once_t masters_once = PTHREAD_ONCE_INIT;
 
 /* Every thread's masters.  Only so that in a forked child those of the
@@ -80,15 +80,16 @@ static void masters_free(struct lw_masters *m)
     free(m);
 }
 
-static void masters_destructor(void *p)
+static void masters_free_any(void *p)
 {
     masters_free(p);
 }
 
-static void masters_key_init(void)
+static void register_fork_hooks(void)
 {
-    pthread_key_create(&masters_key, masters_destructor);
-    pthread_atfork(all_lock, all_unlock, all_unlock);
+    static const struct lw_fork_hooks hooks = {all_lock, all_unlock,
+                                               all_unlock};
+    lw__fork_register(&hooks);
 }
 
 static struct lw_masters *masters_new(const struct lw_settings *cfg)
@@ -111,7 +112,7 @@ static struct lw_masters *masters_new(const struct lw_settings *cfg)
 
 int lw__masters_get(const struct lw_settings *cfg, struct lw_masters **out)
 {
-    struct lw_masters *m = mine;
+    struct lw_masters *m = lw__thread()->res[LW_RES_MASTERS];
 
     /* Only the pointer of an old snapshot is compared: it may be freed. */
     if (m == NULL || m->cfg != cfg || m->gen != cfg->gen) {
@@ -119,15 +120,13 @@ int lw__masters_get(const struct lw_settings *cfg, struct lw_masters **out)
          * while it was held): it is renewed and released on its own
          * masters.  Fork needs nothing here: lw__conn_ensure() drops a
          * parent's connection unused. */
-        pthread_once(&masters_once, masters_key_init);
+        pthread_once(&masters_once, register_fork_hooks);
         masters_free(m);
-        mine = NULL;
-        pthread_setspecific(masters_key, NULL);
+        lw__thread_keep(LW_RES_MASTERS, NULL, NULL);
         if ((m = masters_new(cfg)) == NULL)
             return LW_ENOMEM;
         all_link(m);
-        mine = m;
-        pthread_setspecific(masters_key, m);
+        lw__thread_keep(LW_RES_MASTERS, m, masters_free_any);
     }
     *out = m;
     return LW_OK;
@@ -135,11 +134,10 @@ int lw__masters_get(const struct lw_settings *cfg, struct lw_masters **out)
 
 void lw__masters_drop(void)
 {
-    if (mine == NULL)
-        return;
-    pthread_setspecific(masters_key, NULL);
-    masters_free(mine);
-    mine = NULL;
+    struct lw_masters *m = lw__thread()->res[LW_RES_MASTERS];
+
+    lw__thread_keep(LW_RES_MASTERS, NULL, NULL);
+    masters_free(m);
 }
 
 void lw__votes_free(struct lw_vote *votes, int n)

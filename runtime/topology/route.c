@@ -33,7 +33,7 @@ struct lw_nodeconns {
 
 static int64_t last_refresh_ms;
 
-void lw__route_nodes_free(void *p)
+static void nodes_free(void *p)
 {
     struct lw_nodeconns *t = p;
 
@@ -49,7 +49,7 @@ void lw__route_nodes_free(void *p)
 
 void lw__route_thread_drop(void)
 {
-    struct lw_nodeconns *t = lw__thread()->nodes;
+    struct lw_nodeconns *t = lw__thread()->res[LW_RES_NODES];
 
     for (int i = 0; t != NULL && i < t->n; i++)
         lw__conn_drop(t->v[i].conn);
@@ -58,14 +58,13 @@ void lw__route_thread_drop(void)
 /* This thread's connection to u (host and port), created on first use. */
 static struct lw_conn *conn_to(const struct lw_url *u)
 {
-    struct lw_thread *th = lw__thread();
-    struct lw_nodeconns *t = th->nodes;
+    struct lw_nodeconns *t = lw__thread()->res[LW_RES_NODES];
     struct nodeconn *nc;
 
     if (t == NULL) {
         if ((t = calloc(1, sizeof *t)) == NULL)
             return NULL;
-        lw__thread_set_nodes(t);
+        lw__thread_keep(LW_RES_NODES, t, nodes_free);
     }
     for (int i = 0; i < t->n; i++)
         if (t->v[i].url.port == u->port &&

@@ -49,10 +49,8 @@ int lw__route_script(const struct lw_settings *s, int slot, int id, int nkeys,
  * the current map is newer than when called. */
 int lw__route_refresh(const struct lw_settings *s);
 
-/* Close this thread's node connections (lw_shutdown), or free them all
- * (thread exit; p is the thread's table). */
+/* Close this thread's node connections (lw_shutdown). */
 void lw__route_thread_drop(void);
-void lw__route_nodes_free(void *p);
 
 /* Free every slot map (lw_shutdown). */
 void lw__route_shutdown(void);
