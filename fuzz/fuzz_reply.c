@@ -409,22 +409,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     if (pthread_create(&t, NULL, accept_loop, NULL) != 0)
         abort();
     pthread_detach(t);
-
-    /* The first connection of a process loads the scripts; answer that once
-     * here (more SHAs than there are scripts: the rest answer the first
-     * commands), so every input then starts with the SHAs known, as a
-     * long-running process does, and replays the same way as it fuzzed. */
-    static const char warm[] =
-        "$40\r\n0000000000000000000000000000000000000001\r\n"
-        "$40\r\n0000000000000000000000000000000000000002\r\n"
-        "$40\r\n0000000000000000000000000000000000000003\r\n"
-        "$40\r\n0000000000000000000000000000000000000004\r\n"
-        "$40\r\n0000000000000000000000000000000000000005\r\n"
-        "$40\r\n0000000000000000000000000000000000000006\r\n"
-        "$40\r\n0000000000000000000000000000000000000007\r\n"
-        "$40\r\n0000000000000000000000000000000000000008\r\n";
-    struct plan p = read_plan(0, 2);
-    run_input(&p, (const uint8_t *)warm, sizeof warm - 1);
     return 0;
 }
 

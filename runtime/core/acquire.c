@@ -20,8 +20,8 @@
 #include "core/redlock.h"
 #include "core/replicas.h"
 #include "topology/route.h"
-#include "topology/slot.h"
 #include "core/scripts.h"
+#include "core/send.h"
 #include "base/stats.h"
 #include "base/thread.h"
 
@@ -47,7 +47,7 @@
  * A busy lock's TTL is not asked for: the queue script that follows tells.
  */
 struct attempt {
-    struct lw_conn *conn;
+    struct lw_target to; /* where the key's requests go */
     struct lw_gimpl *g;
     const char *set_argv[7], *incr_argv[2];
     size_t set_lens[7], incr_lens[2];
@@ -59,9 +59,7 @@ struct attempt {
     char *alive; /* our alive key while queued, then ":g" (the mailbox's
                     name), built on first need */
     size_t alivelen;
-    int cluster;         /* Redis Cluster: requests go through the router */
-    int slot;            /* the key's slot, in cluster mode */
-    int64_t deadline_us; /* the wait's end */
+    int64_t deadline_us;         /* the wait's end */
     char entry[GRANT_ENTRY_MAX]; /* our queue entry's score, "" if none */
     char *alivebuf;              /* NAME_INLINE bytes on lw__acquire's stack */
 };
@@ -73,24 +71,6 @@ static int64_t route_deadline(const struct attempt *a)
     int64_t t =
         lw__now_us() + (int64_t)a->g->lease.cfg->command_timeout_ms * 1000;
     return a->deadline_us > t ? a->deadline_us : t;
-}
-
-static int send_pipeline(struct attempt *a, redisReply **r, int *replayed)
-{
-    if (a->cluster)
-        return lw__route_pipeline(a->g->lease.cfg, a->slot, a->cmds, 2, r,
-                                  replayed, route_deadline(a));
-    return lw__conn_pipeline(a->conn, a->cmds, 2, r, replayed);
-}
-
-static int send_script(struct attempt *a, int id, int nkeys, int nargs,
-                       const char *const *argv, const size_t *lens,
-                       redisReply **r, int *replayed)
-{
-    if (a->cluster)
-        return lw__route_script(a->g->lease.cfg, a->slot, id, nkeys, nargs,
-                                argv, lens, r, replayed, route_deadline(a));
-    return lw__conn_script(a->conn, id, nkeys, nargs, argv, lens, r, replayed);
 }
 
 /* p, q then ":g", in inl (NAME_INLINE bytes) when they fit, else on the
@@ -177,7 +157,8 @@ static int try_once(struct attempt *a, int64_t *ttl_ms)
 
     *ttl_ms = 0; /* not asked: the queue script tells */
     a->sent_us = lw__now_us();
-    rc = send_pipeline(a, r, &replayed);
+    rc = lw__send(&a->to, &(struct lw_request){.cmds = a->cmds, .ncmds = 2},
+                  route_deadline(a), r, &replayed);
     if (rc == LW_ROUTE_ASKED) /* slot migrating: one script, redirected whole */
         return enqueue(a, 0, ttl_ms);
     if (rc != LW_OK)
@@ -245,7 +226,13 @@ static int enqueue(struct attempt *a, int join, int64_t *ttl_ms)
                                (unsigned long long)g->opts.wait_ms +
                                    g->opts.expire_ms + 1000);
     a->sent_us = lw__now_us();
-    rc = send_script(a, LW_SCRIPT_ENQUEUE, 4, 5, argv, lens, &r, &replayed);
+    rc = lw__send(&a->to,
+                  &(struct lw_request){.script = &lw__script_enqueue,
+                                       .nkeys = 4,
+                                       .nargs = 5,
+                                       .argv = argv,
+                                       .lens = lens},
+                  route_deadline(a), &r, &replayed);
     if (rc != LW_OK)
         return rc;
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
@@ -330,6 +317,8 @@ static int await_mail(struct attempt *a, int64_t timeout_us, uint64_t *fence,
     const char *argv[] = {"BLPOP", a->alive, secs};
     size_t lens[] = {5, a->alivelen + 2, 0};
     struct lw_cmd cmd = {3, argv, lens};
+    struct lw_request q = {
+        .cmds = &cmd, .ncmds = 1, .flags = LW_REQ_RAW_ERRORS};
     redisReply *r;
     int replayed, rc;
 
@@ -338,13 +327,7 @@ static int await_mail(struct attempt *a, int64_t timeout_us, uint64_t *fence,
     lens[2] = (size_t)snprintf(secs, sizeof secs, "%lld.%03lld",
                                (long long)(timeout_us / 1000000),
                                (long long)(timeout_us / 1000 % 1000));
-    if (a->cluster)
-        rc = lw__route_pipeline_ex(a->g->lease.cfg, a->slot, &cmd, 1,
-                                   LW_CONN_RAW_ERRORS, &r, &replayed,
-                                   route_deadline(a));
-    else
-        rc = lw__conn_pipeline_ex(a->conn, &cmd, 1, LW_CONN_RAW_ERRORS, &r,
-                                  &replayed);
+    rc = lw__send(&a->to, &q, route_deadline(a), &r, &replayed);
     if (rc == LW_ROUTE_ASKED) /* the slot is moving: poll */
         return LW_EREDIS;
     if (rc != LW_OK)
@@ -354,8 +337,7 @@ static int await_mail(struct attempt *a, int64_t timeout_us, uint64_t *fence,
         r->element[1]->type == REDIS_REPLY_STRING) {
         rc = parse_grant(r->element[1]->str, r->element[1]->len, fence, entry);
     } else if (r->type == REDIS_REPLY_ERROR) {
-        if (!a->cluster) /* the router logged it */
-            lw__conn_log_error(r);
+        lw__conn_log_error(r);
         rc = MAILBOX_REFUSED;
     } else if (r->type != REDIS_REPLY_NIL) {
         rc = LW_EREDIS;
@@ -493,10 +475,8 @@ int lw__acquire(struct lw_gimpl *g)
         return g->lease.cfg->error;
     if (g->lease.cfg->ep.topology == LW_TOPO_REDLOCK)
         return lw__redlock_acquire(g);
-    a.cluster = g->lease.cfg->ep.topology == LW_TOPO_CLUSTER;
-    if (a.cluster)
-        a.slot = lw__key_slot(g->key, g->keylen);
-    else if ((rc = lw__conn_thread(&a.conn)) != LW_OK)
+    rc = lw__target_for(&a.to, g->lease.cfg, g->key, g->keylen);
+    if (rc != LW_OK)
         return rc;
     a.deadline_us = start_us + (int64_t)g->opts.wait_ms * 1000;
     toklen = lw__token_new(g->lease.token);
@@ -533,6 +513,6 @@ int lw__acquire(struct lw_gimpl *g)
     g->lease.valid_until_ms = a.sent_us / 1000 + a.valid_ms;
     /* Replica-safe acquire: it counts once the replicas have it. */
     if (g->lease.cfg->wait_replicas > 0)
-        return lw__wait_replicas(g, a.cluster ? NULL : a.conn);
+        return lw__wait_replicas(g, &a.to);
     return LW_OK;
 }

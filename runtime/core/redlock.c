@@ -28,6 +28,7 @@
 #include "base/clock.h"
 #include "base/config.h"
 #include "base/log.h"
+#include "net/conn.h"
 #include "topology/masters.h"
 #include "core/scripts.h"
 #include "base/stats.h"
@@ -66,9 +67,13 @@ static void compare_and(struct lw_masters *m, const struct lw_lease *l,
     const char *argv[] = {key, l->token, lease_ms};
     size_t lens[] = {keylen, (size_t)l->toklen,
                      lease_ms ? strlen(lease_ms) : 0};
-    struct lw_rcmd cmd = {LW_SCRIPT_REDLOCK, 1, lease_ms ? 3 : 2, argv, lens};
+    struct lw_request q = {.script = &lw__script_redlock,
+                           .nkeys = 1,
+                           .nargs = lease_ms ? 2 : 1,
+                           .argv = argv,
+                           .lens = lens};
 
-    lw__masters_run(m, &cmd, mask, round_deadline(l->cfg, 0), votes);
+    lw__masters_run(m, &q, mask, round_deadline(l->cfg, 0), votes);
 }
 
 /* How the masters answered the REDLOCK script: done (1), or certainly not
@@ -108,13 +113,14 @@ static int replicated(struct lw_masters *m, const struct lw_gimpl *g,
     char n[16], t[16];
     const char *argv[] = {"WAIT", n, t};
     size_t lens[] = {4, 0, 0};
-    struct lw_rcmd cmd = {-1, 0, 3, argv, lens};
+    struct lw_cmd cmd = {3, argv, lens};
+    struct lw_request q = {.cmds = &cmd, .ncmds = 1};
     struct lw_vote v[LW_ENDPOINTS_MAX];
     int acked = 0;
 
     lens[1] = (size_t)snprintf(n, sizeof n, "%d", cfg->wait_replicas);
     lens[2] = (size_t)snprintf(t, sizeof t, "%d", cfg->wait_timeout_ms);
-    lw__masters_run(m, &cmd, granted, round_deadline(cfg, 0), v);
+    lw__masters_run(m, &q, granted, round_deadline(cfg, 0), v);
     for (int i = 0; i < m->n; i++)
         acked += v[i].r != NULL && !v[i].replayed &&
                  v[i].r->type == REDIS_REPLY_INTEGER &&
@@ -143,14 +149,15 @@ static int try_once(struct lw_masters *m, struct lw_gimpl *g)
     char ex[16];
     const char *argv[] = {"SET", g->key, l->token, "NX", "PX", ex, "GET"};
     size_t lens[] = {3, g->keylen, (size_t)l->toklen, 2, 2, 0, 3};
-    struct lw_rcmd cmd = {-1, 0, 7, argv, lens};
+    struct lw_cmd cmd = {7, argv, lens};
+    struct lw_request q = {.cmds = &cmd, .ncmds = 1};
     struct lw_vote v[LW_ENDPOINTS_MAX];
     int64_t start_us = lw__now_us(), validity_ms;
     int yes = 0, answered = 0, rc;
     unsigned undo = 0, granted = 0;
 
     lens[5] = (size_t)snprintf(ex, sizeof ex, "%u", expire);
-    lw__masters_run(m, &cmd, ALL_MASTERS, round_deadline(l->cfg, expire), v);
+    lw__masters_run(m, &q, ALL_MASTERS, round_deadline(l->cfg, expire), v);
     for (int i = 0; i < m->n; i++) {
         const redisReply *r = v[i].r;
         int ours = r != NULL && (r->type == REDIS_REPLY_NIL || is_token(r, l));

@@ -6,14 +6,12 @@
 
 #include "base/clock.h"
 #include "base/config.h"
-#include "net/conn.h"
 #include "core/guard.h"
 #include "core/keynames.h"
 #include "base/log.h"
 #include "core/redlock.h"
-#include "topology/route.h"
 #include "core/scripts.h"
-#include "topology/slot.h"
+#include "core/send.h"
 #include "core/watchdog.h"
 
 /* ran_out: the lease's end had passed by our clock when we sent the
@@ -61,7 +59,12 @@ int lw__release_script(struct lw_gimpl *g, const struct lw_names *n,
                      0,
                      n->alivelen,
                      0};
-    struct lw_conn *conn;
+    struct lw_request q = {.script = &lw__script_release,
+                           .nkeys = 3,
+                           .nargs = 5,
+                           .argv = argv,
+                           .lens = lens};
+    struct lw_target to;
     int rc;
 
     lens[5] = (size_t)snprintf(handoff, sizeof handoff, "%d", s->handoff_ms);
@@ -70,15 +73,8 @@ int lw__release_script(struct lw_gimpl *g, const struct lw_names *n,
     lens[7] =
         (size_t)snprintf(receipt, sizeof receipt, "%d",
                          2 * (s->connect_timeout_ms + s->command_timeout_ms));
-    if (s->ep.topology != LW_TOPO_CLUSTER) {
-        rc = lw__conn_thread(&conn);
-        return rc != LW_OK ? rc
-                           : lw__conn_script(conn, LW_SCRIPT_RELEASE, 3, 5,
-                                             argv, lens, r, replayed);
-    }
-    return lw__route_script(s, lw__key_slot(g->key, g->keylen),
-                            LW_SCRIPT_RELEASE, 3, 5, argv, lens, r, replayed,
-                            deadline_us);
+    rc = lw__target_for(&to, s, g->key, g->keylen);
+    return rc != LW_OK ? rc : lw__send(&to, &q, deadline_us, r, replayed);
 }
 
 int lw__release(struct lw_gimpl *g)

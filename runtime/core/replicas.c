@@ -14,11 +14,10 @@
 
 #include "base/clock.h"
 #include "base/config.h"
-#include "net/conn.h"
 #include "core/keynames.h"
 #include "base/log.h"
+#include "core/send.h"
 #include "topology/route.h"
-#include "topology/slot.h"
 
 /*
  * WAIT counts the replicas that have every write of *this connection* so
@@ -28,7 +27,7 @@
  * (always safe: fences only have to increase).  The replication stream is
  * ordered, so a replica that has the INCR has the lock too.
  */
-static int wait_ack(const struct lw_gimpl *g, struct lw_conn *conn,
+static int wait_ack(const struct lw_gimpl *g, const struct lw_target *to,
                     long long *acked)
 {
     const struct lw_settings *cfg = g->lease.cfg;
@@ -51,12 +50,9 @@ static int wait_ack(const struct lw_gimpl *g, struct lw_conn *conn,
     wait_lens[2] = (size_t)snprintf(t, sizeof t, "%d", cfg->wait_timeout_ms);
     cmds[0] = (struct lw_cmd){2, incr_argv, incr_lens};
     cmds[1] = (struct lw_cmd){3, wait_argv, wait_lens};
-    if (conn != NULL)
-        rc = lw__conn_pipeline(conn, cmds, 2, r, &replayed);
-    else /* cluster: WAIT counts the replicas of the key's master */
-        rc = lw__route_pipeline(
-            cfg, lw__key_slot(g->key, g->keylen), cmds, 2, r, &replayed,
-            lw__now_us() + (int64_t)cfg->command_timeout_ms * 1000);
+    /* In a cluster WAIT counts the replicas of the key's master. */
+    rc = lw__send(to, &(struct lw_request){.cmds = cmds, .ncmds = 2}, 0, r,
+                  &replayed);
     lw__names_free(&names);
     if (rc == LW_ROUTE_ASKED) /* the slot is moving: cannot tell, give up */
         return LW_EREDIS;
@@ -68,10 +64,10 @@ static int wait_ack(const struct lw_gimpl *g, struct lw_conn *conn,
     return LW_OK;
 }
 
-int lw__wait_replicas(struct lw_gimpl *g, struct lw_conn *conn)
+int lw__wait_replicas(struct lw_gimpl *g, const struct lw_target *to)
 {
     long long acked = -1;
-    int rc = wait_ack(g, conn, &acked);
+    int rc = wait_ack(g, to, &acked);
 
     if (rc == LW_OK && acked >= g->lease.cfg->wait_replicas)
         return LW_OK;

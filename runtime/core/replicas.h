@@ -3,15 +3,14 @@
 
 #include "core/guard.h"
 
-struct lw_conn;
+struct lw_target;
 
 /*
  * Replica-safe acquire (LOCKWEAVE_WAIT_REPLICAS / lw_config.wait_replicas):
- * g's lock was just taken through conn (NULL: in a cluster, through the
- * router); WAIT until the configured number of replicas have it.  LW_OK, or the
- * lock is released again and the result is LW_EREPLICAS (too few replicas
- * confirmed in time) or LW_EREDIS.
+ * g's lock was just taken through to; WAIT until the configured number of
+ * replicas have it.  LW_OK, or the lock is released again and the result is
+ * LW_EREPLICAS (too few replicas confirmed in time) or LW_EREDIS.
  */
-int lw__wait_replicas(struct lw_gimpl *g, struct lw_conn *conn);
+int lw__wait_replicas(struct lw_gimpl *g, const struct lw_target *to);
 
 #endif

@@ -5,9 +5,6 @@
  */
 #include "core/scripts.h"
 
-#include <pthread.h>
-#include <string.h>
-
 /* Renew a batch of leases in one call.  KEYS: the locks; ARGV: their tokens,
  * then their lease ms.  Returns one 1 (renewed) or 0 (not ours) per key.
  * Never re-creates a key that expired: a lost lease stays lost. */
@@ -150,33 +147,7 @@ static const char redlock_lua[] =
     "if v then return -1 end\n"
     "return 0\n";
 
-static const char *const texts[LW_SCRIPT_COUNT] = {renew_lua, release_lua,
-                                                   enqueue_lua, redlock_lua};
-static char shas[LW_SCRIPT_COUNT][41];
-static int sha_ready[LW_SCRIPT_COUNT];
-static pthread_mutex_t sha_mu = PTHREAD_MUTEX_INITIALIZER;
-
-const char *lw__script_text(int id)
-{
-    return texts[id];
-}
-
-const char *lw__script_sha(int id)
-{
-    /* Acquire pairs with the release below: a reader that sees the flag sees
-     * the whole SHA. */
-    return __atomic_load_n(&sha_ready[id], __ATOMIC_ACQUIRE) ? shas[id] : NULL;
-}
-
-void lw__script_set_sha(int id, const char *sha, unsigned long len)
-{
-    if (len != 40)
-        return;
-    pthread_mutex_lock(&sha_mu);
-    if (!sha_ready[id]) {
-        memcpy(shas[id], sha, 40);
-        shas[id][40] = '\0';
-        __atomic_store_n(&sha_ready[id], 1, __ATOMIC_RELEASE);
-    }
-    pthread_mutex_unlock(&sha_mu);
-}
+struct lw_script lw__script_renew = LW_SCRIPT_INIT(renew_lua);
+struct lw_script lw__script_release = LW_SCRIPT_INIT(release_lua);
+struct lw_script lw__script_enqueue = LW_SCRIPT_INIT(enqueue_lua);
+struct lw_script lw__script_redlock = LW_SCRIPT_INIT(redlock_lua);

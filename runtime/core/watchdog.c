@@ -25,7 +25,7 @@
 #include "net/conn.h"
 #include "base/log.h"
 #include "core/redlock.h"
-#include "topology/route.h"
+#include "core/send.h"
 #include "core/scripts.h"
 #include "topology/slot.h"
 #include "base/stats.h"
@@ -272,6 +272,13 @@ static void renew_group(struct lw_lease **batch, const int *pos, int m,
     static const char *argv[3 * BATCH_MAX]; /* watchdog thread only */
     static size_t lens[3 * BATCH_MAX];
     const struct lw_settings *cfg = batch[pos[0]]->cfg;
+    struct lw_target to = {
+        .cfg = cfg, .conn = slot < 0 ? wd.conn : NULL, .slot = slot};
+    struct lw_request q = {.script = &lw__script_renew,
+                           .nkeys = m,
+                           .nargs = 2 * m,
+                           .argv = argv,
+                           .lens = lens};
     redisReply *r = NULL;
     int replayed, rc;
 
@@ -284,13 +291,7 @@ static void renew_group(struct lw_lease **batch, const int *pos, int m,
         argv[2 * m + j] = l->expire_str;
         lens[2 * m + j] = (size_t)l->expire_len;
     }
-    if (slot < 0)
-        rc = lw__conn_script(wd.conn, LW_SCRIPT_RENEW, m, 2 * m, argv, lens, &r,
-                             &replayed);
-    else
-        rc = lw__route_script(cfg, slot, LW_SCRIPT_RENEW, m, 2 * m, argv, lens,
-                              &r, &replayed,
-                              lw__now_us() + CLUSTER_TRY_MS * 1000);
+    rc = lw__send(&to, &q, lw__now_us() + CLUSTER_TRY_MS * 1000, &r, &replayed);
     if (rc != LW_OK)
         return;
     if (r->type == REDIS_REPLY_ARRAY && r->elements == (size_t)m)

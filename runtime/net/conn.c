@@ -1,5 +1,6 @@
-/* Connections: open with timeouts, AUTH/SELECT, load scripts, reconnect with
- * bounded backoff, run scripts by SHA. */
+/* Connections: open with timeouts, AUTH/SELECT, reconnect with bounded
+ * backoff; send requests (scripts by SHA), replaying once on a new
+ * connection when a reused one broke. */
 #include "net/conn.h"
 
 #include <lockweave.h>
@@ -14,9 +15,9 @@
 #include "base/config.h"
 #include "base/fork.h"
 #include "base/log.h"
-#include "core/scripts.h"
 #include "base/stats.h"
 #include "base/thread.h"
+#include "net/script.h"
 
 #define BACKOFF_MIN_MS  10
 #define BACKOFF_MAX_MS  500
@@ -136,11 +137,6 @@ static int setup_cmd(struct lw_conn *c, int code, int argc, const char **argv)
     } else if (r->type == REDIS_REPLY_ERROR) {
         snprintf(what, sizeof what, "%s refused: %s", argv[0], r->str);
         rc = code;
-    } else if (r->type == REDIS_REPLY_STRING && argc == 3 &&
-               strcmp(argv[0], "SCRIPT") == 0) {
-        for (int id = 0; id < LW_SCRIPT_COUNT; id++)
-            if (lw__script_text(id) == argv[2])
-                lw__script_set_sha(id, r->str, r->len);
     }
     freeReplyObject(r);
     if (rc != LW_OK)
@@ -162,11 +158,6 @@ static int handshake(struct lw_conn *c, const struct lw_url *u)
         const char *argv[] = {"SELECT", db};
         snprintf(db, sizeof db, "%d", u->db);
         rc = setup_cmd(c, LW_EAUTH, 2, argv);
-    }
-    for (int id = 0; rc == LW_OK && id < LW_SCRIPT_COUNT; id++) {
-        const char *argv[] = {"SCRIPT", "LOAD", lw__script_text(id)};
-        if (lw__script_sha(id) == NULL)
-            rc = setup_cmd(c, LW_EREDIS, 3, argv);
     }
     return rc;
 }
@@ -251,138 +242,137 @@ void lw__conn_thread_drop(void)
         lw__conn_drop(c);
 }
 
-/* argv for EVALSHA/EVAL: command, script, numkeys, then the caller's. */
-static int build_argv(int id, int use_sha, int nkeys, int nargs,
-                      const char *const *in, const size_t *inlen,
-                      const char **argv, size_t *lens, char *nbuf)
-{
-    const char *script = use_sha ? lw__script_sha(id) : lw__script_text(id);
-    int n = nkeys + nargs;
-
-    argv[0] = use_sha ? "EVALSHA" : "EVAL";
-    argv[1] = script;
-    argv[2] = nbuf;
-    lens[0] = strlen(argv[0]);
-    lens[1] = strlen(script);
-    lens[2] = (size_t)snprintf(nbuf, 16, "%d", nkeys);
-    for (int i = 0; i < n; i++) {
-        argv[3 + i] = in[i];
-        lens[3 + i] = inlen[i];
-    }
-    return n + 3;
-}
-
-/* While c->asking, every command goes out after an ASKING: the flag it sets
- * on the server lasts for one command only. */
-static int put_asking(struct lw_conn *c)
-{
-    static const char *const argv[] = {"ASKING"};
-    static const size_t lens[] = {6};
-
-    return c->asking ? lw__resp_cmd(&c->out, 1, argv, lens) : 0;
-}
-
-/* Read one reply, skipping the +OK of an ASKING sent before it. */
-static int read_asked(struct lw_conn *c, redisReply **out)
-{
-    void *ok;
-
-    if (redisGetReply(c->ctx, &ok) != REDIS_OK)
-        return -1;
-    freeReplyObject(ok);
-    return redisGetReply(c->ctx, (void **)out) == REDIS_OK ? 0 : -1;
-}
-
-/* Send what c->out holds, then read n replies into out; -1 on I/O error. */
-static int send_and_read(struct lw_conn *c, redisReply **out, int n)
-{
-    int rc = lw__conn_send(c, c->out.p, c->out.len);
-
-    c->out.len = 0;
-    if (__builtin_expect(c->asking, 0)) {
-        for (int i = 0; rc == 0 && i < n; i++)
-            rc = read_asked(c, &out[i]);
-        return rc;
-    }
-    for (int i = 0; rc == 0 && i < n; i++)
-        if (redisGetReply(c->ctx, (void **)&out[i]) != REDIS_OK)
-            rc = -1;
-    return rc;
-}
-
-static redisReply *run_script(struct lw_conn *c, int id, int nkeys, int nargs,
-                              const char *const *in, const size_t *inlen)
+/* q's EVALSHA (or EVAL, x->eval) in c->out: command, script, numkeys, then
+ * the keys and arguments.  0, or -1 out of memory. */
+static int format_script(struct lw_conn *c, const struct lw_request *q,
+                         const struct lw_exchange *x)
 {
     const char *small_argv[SCRIPT_ARGV_MAX], **argv = small_argv;
     size_t small_lens[SCRIPT_ARGV_MAX], *lens = small_lens;
-    size_t cap = (size_t)(nkeys + nargs + 3);
-    char nbuf[16];
-    int use_sha = lw__script_sha(id) != NULL;
-    redisReply *r = NULL;
-    int argc;
+    int n = q->nkeys + q->nargs, rc = -1;
+    char nkeys[16];
 
-    if (cap > SCRIPT_ARGV_MAX) { /* the watchdog's batched renewals */
-        argv = malloc(cap * sizeof *argv);
-        lens = malloc(cap * sizeof *lens);
+    if (n + 3 > SCRIPT_ARGV_MAX) { /* the watchdog's batched renewals */
+        argv = malloc((size_t)(n + 3) * sizeof *argv);
+        lens = malloc((size_t)(n + 3) * sizeof *lens);
         if (argv == NULL || lens == NULL)
             goto cleanup;
     }
-    argc = build_argv(id, use_sha, nkeys, nargs, in, inlen, argv, lens, nbuf);
-    if (put_asking(c) != 0 || lw__resp_cmd(&c->out, argc, argv, lens) != 0 ||
-        send_and_read(c, &r, 1) != 0)
-        goto cleanup;
-    if (use_sha && r->type == REDIS_REPLY_ERROR &&
-        strncmp(r->str, "NOSCRIPT", 8) == 0) {
-        /* The server lost its script cache: EVAL sends the text and caches
-         * it again for every later EVALSHA. */
-        freeReplyObject(r);
-        r = NULL;
-        argc = build_argv(id, 0, nkeys, nargs, in, inlen, argv, lens, nbuf);
-        if (put_asking(c) != 0 ||
-            lw__resp_cmd(&c->out, argc, argv, lens) != 0 ||
-            send_and_read(c, &r, 1) != 0)
-            goto cleanup;
+    argv[0] = x->eval ? "EVAL" : "EVALSHA";
+    argv[1] = x->eval ? q->script->text : lw__script_sha(q->script);
+    argv[2] = nkeys;
+    lens[0] = x->eval ? 4 : 7;
+    lens[1] = x->eval ? q->script->len : 40;
+    lens[2] = (size_t)snprintf(nkeys, sizeof nkeys, "%d", q->nkeys);
+    for (int i = 0; i < n; i++) {
+        argv[3 + i] = q->argv[i];
+        lens[3 + i] = q->lens[i];
     }
+    rc = lw__resp_cmd(&c->out, n + 3, argv, lens);
 cleanup:
-    c->out.len = 0;
     if (argv != small_argv)
         free(argv);
     if (lens != small_lens)
         free(lens);
-    return r;
+    return rc;
 }
 
-/* What one attempt sends: a script, or a pipeline of plain commands. */
-struct request {
-    int script; /* script id, or -1 for cmds */
-    int nkeys, nargs;
-    const char *const *argv;
-    const size_t *lens;
-    const struct lw_cmd *cmds;
-    int ncmds;
-    int flags; /* LW_CONN_... */
-};
-
-/* Send req and read its replies into out; -1 on an I/O error. */
-static int attempt(struct lw_conn *c, const struct request *req,
-                   redisReply **out)
+/* With LW_REQ_ASKING every command goes out after an ASKING: the flag it
+ * sets on the server lasts for one command only. */
+static int put_asking(struct lw_conn *c, const struct lw_request *q)
 {
-    if (req->script >= 0) {
-        out[0] = run_script(c, req->script, req->nkeys, req->nargs, req->argv,
-                            req->lens);
-        return out[0] ? 0 : -1;
-    }
-    for (int i = 0; i < req->ncmds; i++)
-        if (put_asking(c) != 0 ||
-            lw__resp_cmd(&c->out, req->cmds[i].argc, req->cmds[i].argv,
-                         req->cmds[i].lens) != 0) {
-            c->out.len = 0;
-            return -1;
-        }
-    return send_and_read(c, out, req->ncmds);
+    static const char *const argv[] = {"ASKING"};
+    static const size_t lens[] = {6};
+
+    return q->flags & LW_REQ_ASKING ? lw__resp_cmd(&c->out, 1, argv, lens) : 0;
 }
 
-static void free_replies(redisReply **out, int n)
+/* q in RESP, in c->out; 0, or -1 out of memory. */
+static int format(struct lw_conn *c, const struct lw_request *q,
+                  const struct lw_exchange *x)
+{
+    c->out.len = 0;
+    if (q->script != NULL)
+        return put_asking(c, q) != 0 || format_script(c, q, x) != 0 ? -1 : 0;
+    for (int i = 0; i < q->ncmds; i++)
+        if (put_asking(c, q) != 0 ||
+            lw__resp_cmd(&c->out, q->cmds[i].argc, q->cmds[i].argv,
+                         q->cmds[i].lens) != 0)
+            return -1;
+    return 0;
+}
+
+int lw__conn_broke(struct lw_conn *c, struct lw_exchange *x, const char *what)
+{
+    note_failure(c, LW_EREDIS, what);
+    lw__conn_drop(c);
+    x->again = !x->fresh && !x->replayed;
+    if (x->again) {
+        c->failing = 0; /* reconnect now, not after the backoff */
+        x->replayed = 1;
+    }
+    return x->again;
+}
+
+int lw__conn_start(struct lw_conn *c, const struct lw_request *q,
+                   struct lw_exchange *x)
+{
+    int rc = lw__conn_ensure(c);
+
+    x->again = 0;
+    if (rc != LW_OK)
+        return rc;
+    x->fresh = c->fresh;
+    c->fresh = 0;
+    rc = format(c, q, x);
+    if (rc == 0) {
+        x->sent = 1;
+        rc = lw__conn_send(c, c->out.p, c->out.len);
+    }
+    c->out.len = 0;
+    if (rc == 0)
+        return LW_OK;
+    if (!x->sent)
+        return LW_ENOMEM;
+    lw__conn_broke(c, x, c->ctx->errstr);
+    return LW_EREDIS;
+}
+
+int lw__conn_noscript(const struct lw_request *q, struct lw_exchange *x,
+                      redisReply *r)
+{
+    if (q->script == NULL || x->eval || r->type != REDIS_REPLY_ERROR ||
+        strncmp(r->str, "NOSCRIPT", 8) != 0)
+        return 0;
+    /* The server lost its script cache or never had the script: EVAL
+     * sends the text and caches it for every later EVALSHA. */
+    freeReplyObject(r);
+    x->eval = 1;
+    x->again = 1;
+    return 1;
+}
+
+/* Read q's replies into out, skipping the +OK of each ASKING; -1 on an I/O
+ * or protocol error. */
+static int read_replies(struct lw_conn *c, const struct lw_request *q,
+                        redisReply **out)
+{
+    int n = lw__request_nreplies(q);
+
+    for (int i = 0; i < n; i++) {
+        void *ok;
+        if (q->flags & LW_REQ_ASKING) {
+            if (redisGetReply(c->ctx, &ok) != REDIS_OK)
+                return -1;
+            freeReplyObject(ok);
+        }
+        if (redisGetReply(c->ctx, (void **)&out[i]) != REDIS_OK)
+            return -1;
+    }
+    return 0;
+}
+
+void lw__replies_free(redisReply **out, int n)
 {
     for (int i = 0; i < n; i++) {
         if (out[i] != NULL)
@@ -414,73 +404,29 @@ static int has_error(redisReply **out, int n)
     return 0;
 }
 
-/* One request, retried once on a new connection when a reused one fails:
- * a killed or idle-timed-out connection says nothing about the server. */
-static int run(struct lw_conn *c, const struct request *req, redisReply **out,
-               int *replayed)
+int lw__conn_run(struct lw_conn *c, const struct lw_request *q,
+                 redisReply **out, int *replayed)
 {
-    int n = req->script >= 0 ? 1 : req->ncmds;
+    struct lw_exchange x = {0};
+    int n = lw__request_nreplies(q), rc;
 
     memset(out, 0, (size_t)n * sizeof *out);
-    *replayed = 0;
-    for (int i = 0; i < 2; i++) {
-        int rc = lw__conn_ensure(c);
-        int was_fresh = c->fresh;
-
+    do {
+        rc = lw__conn_start(c, q, &x);
         if (rc != LW_OK)
-            return rc;
-        c->fresh = 0;
-        c->asking = (req->flags & LW_CONN_ASKING) != 0;
-        rc = attempt(c, req, out);
-        c->asking = 0;
-        if (rc == 0) {
-            if ((req->flags & LW_CONN_RAW_ERRORS) || !has_error(out, n))
-                return LW_OK;
-            free_replies(out, n);
-            return LW_EREDIS;
+            continue; /* x.again: replay on a new connection */
+        if (read_replies(c, q, out) != 0) {
+            lw__replies_free(out, n);
+            lw__conn_broke(c, &x, c->ctx->errstr);
+            rc = LW_EREDIS;
+        } else if (lw__conn_noscript(q, &x, out[0])) {
+            out[0] = NULL;
         }
-        free_replies(out, n);
-        note_failure(c, LW_EREDIS, c->ctx->errstr);
-        lw__conn_drop(c);
-        if (was_fresh)
-            return LW_EREDIS;
-        c->failing = 0;
-        *replayed = 1;
+    } while (x.again);
+    *replayed = x.replayed;
+    if (rc == LW_OK && !(q->flags & LW_REQ_RAW_ERRORS) && has_error(out, n)) {
+        lw__replies_free(out, n);
+        rc = LW_EREDIS;
     }
-    return LW_EREDIS;
-}
-
-int lw__conn_script_ex(struct lw_conn *c, int id, int nkeys, int nargs,
-                       const char *const *argv, const size_t *lens, int flags,
-                       redisReply **out, int *replayed)
-{
-    struct request req = {.script = id,
-                          .nkeys = nkeys,
-                          .nargs = nargs,
-                          .argv = argv,
-                          .lens = lens,
-                          .flags = flags};
-    return run(c, &req, out, replayed);
-}
-
-int lw__conn_pipeline_ex(struct lw_conn *c, const struct lw_cmd *cmds, int n,
-                         int flags, redisReply **out, int *replayed)
-{
-    struct request req = {
-        .script = -1, .cmds = cmds, .ncmds = n, .flags = flags};
-    return run(c, &req, out, replayed);
-}
-
-int lw__conn_script(struct lw_conn *c, int id, int nkeys, int nargs,
-                    const char *const *argv, const size_t *lens,
-                    redisReply **out, int *replayed)
-{
-    return lw__conn_script_ex(c, id, nkeys, nargs, argv, lens, 0, out,
-                              replayed);
-}
-
-int lw__conn_pipeline(struct lw_conn *c, const struct lw_cmd *cmds, int n,
-                      redisReply **out, int *replayed)
-{
-    return lw__conn_pipeline_ex(c, cmds, n, 0, out, replayed);
+    return rc;
 }

@@ -24,8 +24,6 @@ struct lw_conn {
     int fresh;          /* opened by the current call: no replay on error */
     int failing;        /* last attempt failed: log the recovery */
     int last_rc;        /* why it failed, repeated while backing off */
-    int asking;         /* cluster ASK redirection: prefix each command of
-                           the next request with ASKING */
     struct lw_resp out; /* commands being formatted, reused */
 };
 
@@ -59,18 +57,6 @@ void lw__conn_drop(struct lw_conn *c);
  * reconnect backoff ends. */
 void lw__conn_fail(struct lw_conn *c, int rc, const char *what);
 
-/*
- * Run script id with keys then args (at most 6 in all).  EVALSHA, falling back
- * to EVAL on NOSCRIPT (server restarted or SCRIPT FLUSH).  An I/O error on a
- * connection that was already open is retried once on a new one, since a
- * killed or idle-timed-out connection says nothing about the server;
- * *replayed tells the caller the script may have run twice.  On LW_OK *out is
- * the reply (caller frees); error replies are LW_EREDIS.
- */
-int lw__conn_script(struct lw_conn *c, int id, int nkeys, int nargs,
-                    const char *const *argv, const size_t *lens,
-                    redisReply **out, int *replayed);
-
 /* One plain command of a pipeline. */
 struct lw_cmd {
     int argc;
@@ -78,24 +64,85 @@ struct lw_cmd {
     const size_t *lens;
 };
 
-/* Send n commands in one round trip and read their n replies into out (the
- * caller frees each).  Same errors and retry as lw__conn_script(). */
-int lw__conn_pipeline(struct lw_conn *c, const struct lw_cmd *cmds, int n,
-                      redisReply **out, int *replayed);
+struct lw_script;
 
-/* Flags of the _ex forms, for the cluster router.  RAW_ERRORS: hand error
- * replies (MOVED, ASK, ...) back in out with LW_OK instead of LW_EREDIS.
+/*
+ * What one round trip sends: a script (EVALSHA with its keys, then its
+ * arguments), or a pipeline of plain commands.  Nothing in it is copied:
+ * the arrays must outlive the call.
+ */
+struct lw_request {
+    struct lw_script *script; /* NULL: the pipeline cmds[0..ncmds) */
+    int nkeys, nargs;
+    const char *const *argv; /* keys then arguments */
+    const size_t *lens;
+    const struct lw_cmd *cmds;
+    int ncmds;
+    int flags; /* LW_REQ_... */
+};
+
+/* RAW_ERRORS: hand error replies (MOVED, ASK, ...) back in out with LW_OK
+ * instead of failing with LW_EREDIS (the cluster router reads them).
  * ASKING: send ASKING before each command (ASK redirection). */
-#define LW_CONN_RAW_ERRORS 1
-#define LW_CONN_ASKING     2
+#define LW_REQ_RAW_ERRORS 1
+#define LW_REQ_ASKING     2
 
-int lw__conn_script_ex(struct lw_conn *c, int id, int nkeys, int nargs,
-                       const char *const *argv, const size_t *lens, int flags,
-                       redisReply **out, int *replayed);
-int lw__conn_pipeline_ex(struct lw_conn *c, const struct lw_cmd *cmds, int n,
-                         int flags, redisReply **out, int *replayed);
+/* How many replies q gets: one per command, one for a script. */
+static inline int lw__request_nreplies(const struct lw_request *q)
+{
+    return q->script != NULL ? 1 : q->ncmds;
+}
 
-/* Log and count an error reply (the plain forms do it themselves). */
+/* Free out[0..n) and set them to NULL (NULL entries are skipped). */
+void lw__replies_free(redisReply **out, int n);
+
+/*
+ * Send q on c and read its replies into out (one per command; the caller
+ * frees them).  A script goes as EVALSHA, and again as EVAL on NOSCRIPT.
+ * An I/O error on a connection that was already open is retried once on a
+ * new one, since a killed or idle-timed-out connection says nothing about
+ * the server; *replayed then tells the caller q may have run twice.
+ * LW_OK; an error reply is LW_EREDIS (logged) unless LW_REQ_RAW_ERRORS;
+ * otherwise what lw__conn_ensure() returns, or LW_EREDIS, LW_ENOMEM.
+ */
+int lw__conn_run(struct lw_conn *c, const struct lw_request *q,
+                 redisReply **out, int *replayed);
+
+/*
+ * The same exchange in steps, for a caller that waits on several
+ * connections at once (Redlock's parallel rounds): lw__conn_start() sends,
+ * the caller reads the reply from c->ctx itself, then hands it to
+ * lw__conn_noscript() or, when the connection broke, calls
+ * lw__conn_broke().  Either may ask for the request to be started again
+ * (x->again); both keep conn.c's replay and NOSCRIPT rules.  Zero x before
+ * the first start.
+ */
+struct lw_exchange {
+    int eval;     /* the server said NOSCRIPT: send the script's text */
+    int fresh;    /* the connection was opened for the last start */
+    int sent;     /* bytes were written: q may have run */
+    int replayed; /* started again on a new connection after a break */
+    int again;    /* start q again */
+};
+
+/* Open c if needed and write q.  LW_OK; or q was not written whole: the
+ * connection's error (logged), LW_ENOMEM, or LW_EREDIS after a write failed
+ * (lw__conn_broke() has run: see x->again). */
+int lw__conn_start(struct lw_conn *c, const struct lw_request *q,
+                   struct lw_exchange *x);
+
+/* 1 when r is the NOSCRIPT answer to q's EVALSHA: r is freed, x->again and
+ * x->eval are set (the script goes as EVAL next).  0: r is q's reply. */
+int lw__conn_noscript(const struct lw_request *q, struct lw_exchange *x,
+                      redisReply *r);
+
+/* c broke while q was in flight: logged, counted and closed; x->again is
+ * set when q may be replayed on a new connection (once, and only when the
+ * connection was not opened for it).  Returns x->again. */
+int lw__conn_broke(struct lw_conn *c, struct lw_exchange *x, const char *what);
+
+/* Log and count an error reply (lw__conn_run() does it itself unless told
+ * LW_REQ_RAW_ERRORS). */
 void lw__conn_log_error(const redisReply *r);
 
 #endif

@@ -2,10 +2,10 @@
  * Parallel round trips to the Redlock masters.
  *
  * hiredis contexts stay blocking (they are ordinary lw_conn connections, with
- * conn.c's connect, AUTH/SELECT, script loading and backoff); only the round
- * is driven by hand: append + flush on every socket first, then poll() them
- * all and read whichever answers.  Connecting is still one master after the
- * other: a refused connection fails at once, and a master that timed out
+ * conn.c's connect, AUTH/SELECT, backoff, replay and NOSCRIPT rules); only the
+ * round is driven by hand: append + flush on every socket first, then poll()
+ * them all and read whichever answers.  Connecting is still one master after
+ * the other: a refused connection fails at once, and a master that timed out
  * backs off (lw__conn_fail), so only the first round after it went away pays
  * for it.
  */
@@ -25,11 +25,9 @@
 #include "base/thread.h"
 #include "net/conn.h"
 #include "base/log.h"
-#include "core/scripts.h"
 #include "base/stats.h"
 
-#define ARGV_MAX 12 /* words of one command, script head excluded */
-#define PASSES   3  /* first send, one EVAL after NOSCRIPT, one replay */
+#define PASSES 3 /* first send, one EVAL after NOSCRIPT, one replay */
 
 static pthread_once_t masters_once = PTHREAD_ONCE_INIT;
 
@@ -76,7 +74,6 @@ static void masters_free(struct lw_masters *m)
     all_unlock();
     for (int i = 0; i < m->n; i++)
         lw__conn_free(m->conn[i]);
-    lw__resp_free(&m->out);
     free(m);
 }
 
@@ -152,98 +149,36 @@ void lw__votes_free(struct lw_vote *votes, int n)
 /* One round in progress. */
 struct round {
     struct lw_masters *m;
-    const struct lw_rcmd *cmd;
+    const struct lw_request *q;
     struct lw_vote *v;
     int64_t deadline_us;
+    struct lw_exchange x[LW_ENDPOINTS_MAX];
     unsigned char todo[LW_ENDPOINTS_MAX];    /* to send in the next pass */
-    unsigned char eval[LW_ENDPOINTS_MAX];    /* send the script text */
     unsigned char pending[LW_ENDPOINTS_MAX]; /* sent, reply not read yet */
-    unsigned char fresh[LW_ENDPOINTS_MAX];   /* connection opened this pass */
 };
-
-/* Format the command for c (EVALSHA, or EVAL when told) and write it out. */
-static int send_one(struct round *rd, struct lw_conn *c, int eval)
-{
-    const struct lw_rcmd *cmd = rd->cmd;
-    const char *argv[ARGV_MAX + 3];
-    size_t lens[ARGV_MAX + 3];
-    char nkeys[16];
-    int argc = 0;
-
-    if (cmd->argc > ARGV_MAX)
-        return -1;
-    if (cmd->script >= 0) {
-        const char *sha = eval ? NULL : lw__script_sha(cmd->script);
-        argv[0] = sha ? "EVALSHA" : "EVAL";
-        argv[1] = sha ? sha : lw__script_text(cmd->script);
-        argv[2] = nkeys;
-        lens[0] = strlen(argv[0]);
-        lens[1] = strlen(argv[1]);
-        lens[2] = (size_t)snprintf(nkeys, sizeof nkeys, "%d", cmd->nkeys);
-        argc = 3;
-    }
-    memcpy(argv + argc, cmd->argv, (size_t)cmd->argc * sizeof *argv);
-    memcpy(lens + argc, cmd->lens, (size_t)cmd->argc * sizeof *lens);
-    argc += cmd->argc;
-    rd->m->out.len = 0;
-    if (lw__resp_cmd(&rd->m->out, argc, argv, lens) != 0)
-        return -1;
-    return lw__conn_send(c, rd->m->out.p, rd->m->out.len);
-}
-
-/* Master i's connection broke.  One that was open before this round may
- * just have been killed or timed out idle, which says nothing about the
- * server: replay once on a new one, as lw__conn_script() does. */
-static void broken(struct round *rd, int i, const char *what)
-{
-    struct lw_conn *c = rd->m->conn[i];
-    char msg[200];
-
-    snprintf(msg, sizeof msg, "%s: %s", what,
-             c->ctx != NULL && c->ctx->errstr[0] ? c->ctx->errstr
-                                                 : "connection lost");
-    rd->pending[i] = 0;
-    lw__conn_fail(c, LW_EREDIS, msg);
-    if (!rd->fresh[i] && !rd->v[i].replayed) {
-        c->failing = 0; /* reconnect now, not after the backoff */
-        rd->v[i].replayed = 1;
-        rd->todo[i] = 1;
-    }
-}
 
 static void send_all(struct round *rd)
 {
     for (int i = 0; i < rd->m->n; i++) {
-        struct lw_conn *c = rd->m->conn[i];
         if (!rd->todo[i])
             continue;
         rd->todo[i] = 0;
-        /* Unreachable or backing off: conn.c has logged why. */
-        if (lw__conn_ensure(c) != LW_OK)
-            continue;
-        rd->fresh[i] = (unsigned char)c->fresh;
-        c->fresh = 0;
-        rd->v[i].sent = 1;
-        if (send_one(rd, c, rd->eval[i]) != 0)
-            broken(rd, i, "write failed");
-        else
+        /* Unreachable or backing off: conn.c has logged why; a write that
+         * failed may be replayed on a new connection in the next pass. */
+        if (lw__conn_start(rd->m->conn[i], rd->q, &rd->x[i]) == LW_OK)
             rd->pending[i] = 1;
+        else
+            rd->todo[i] = (unsigned char)rd->x[i].again;
     }
 }
 
 static void take_reply(struct round *rd, int i, redisReply *r)
 {
     rd->pending[i] = 0;
-    if (r->type == REDIS_REPLY_ERROR && rd->cmd->script >= 0 && !rd->eval[i] &&
-        strncmp(r->str, "NOSCRIPT", 8) == 0) {
-        /* That master lost its script cache (restart, SCRIPT FLUSH): EVAL
-         * sends the text and caches it again. */
-        rd->eval[i] = 1;
+    if (lw__conn_noscript(rd->q, &rd->x[i], r)) {
         rd->todo[i] = 1;
-        freeReplyObject(r);
     } else if (r->type == REDIS_REPLY_ERROR) {
-        lw__log(LW_LOG_WARN, "Redis error reply: %s", r->str);
-        LW_STAT_ADD(redis_errors, 1);
+        lw__conn_log_error(r);
         freeReplyObject(r);
     } else {
         rd->v[i].r = r;
@@ -257,10 +192,14 @@ static void read_ready(struct round *rd, int i)
 
     /* poll() said readable: this read() does not block. */
     if (redisBufferRead(ctx) != REDIS_OK ||
-        redisGetReplyFromReader(ctx, &r) != REDIS_OK)
-        broken(rd, i, "read failed");
-    else if (r != NULL)
+        redisGetReplyFromReader(ctx, &r) != REDIS_OK) {
+        rd->pending[i] = 0;
+        rd->todo[i] = (unsigned char)lw__conn_broke(
+            rd->m->conn[i], &rd->x[i],
+            ctx->errstr[0] ? ctx->errstr : "connection lost");
+    } else if (r != NULL) {
         take_reply(rd, i, r);
+    }
 }
 
 /* Read replies until every pending master answered or the deadline came;
@@ -301,11 +240,10 @@ static void collect(struct round *rd)
     }
 }
 
-void lw__masters_run(struct lw_masters *m, const struct lw_rcmd *cmd,
+void lw__masters_run(struct lw_masters *m, const struct lw_request *q,
                      unsigned mask, int64_t deadline_us, struct lw_vote *votes)
 {
-    struct round rd = {
-        .m = m, .cmd = cmd, .v = votes, .deadline_us = deadline_us};
+    struct round rd = {.m = m, .q = q, .v = votes, .deadline_us = deadline_us};
 
     memset(votes, 0, (size_t)m->n * sizeof *votes);
     for (int i = 0; i < m->n; i++)
@@ -318,5 +256,9 @@ void lw__masters_run(struct lw_masters *m, const struct lw_rcmd *cmd,
             again |= rd.todo[i];
         if (!again || lw__now_us() >= deadline_us)
             break;
+    }
+    for (int i = 0; i < m->n; i++) {
+        votes[i].sent = rd.x[i].sent;
+        votes[i].replayed = rd.x[i].replayed;
     }
 }

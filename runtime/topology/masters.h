@@ -4,7 +4,6 @@
 #include <hiredis/hiredis.h>
 #include <stdint.h>
 
-#include "net/resp.h"
 #include "base/url.h"
 
 /*
@@ -14,6 +13,7 @@
  * costs at most the round's deadline.
  */
 struct lw_conn;
+struct lw_request;
 struct lw_settings;
 
 /* This thread's connections to the masters of one configuration. */
@@ -23,7 +23,6 @@ struct lw_masters {
                      the same address */
     int n, quorum;
     struct lw_conn *conn[LW_ENDPOINTS_MAX];
-    struct lw_resp out;             /* the command being formatted */
     struct lw_masters *prev, *next; /* every thread's, in one list */
 };
 
@@ -35,28 +34,17 @@ struct lw_vote {
     int replayed;  /* sent again on a new connection after the first broke */
 };
 
-/* One command for every master: plain (script < 0), or script `script` with
- * argv = its nkeys keys, then its arguments. */
-struct lw_rcmd {
-    int script;
-    int nkeys;
-    int argc;
-    const char *const *argv;
-    const size_t *lens;
-};
-
 /* This thread's connections for cfg (a Redlock configuration), made on first
  * use and remade when cfg is another snapshot; freed when the thread exits.
  * LW_OK or LW_ENOMEM. */
 int lw__masters_get(const struct lw_settings *cfg, struct lw_masters **out);
 
-/* Run cmd on the masters whose bit is set in mask (votes[0..m->n), all
- * filled), collecting replies until deadline_us (lw__now_us() time).  Like
- * lw__conn_script(): EVALSHA falls back to EVAL on NOSCRIPT, and a reused
- * connection that breaks is replayed once on a new one.  A master that does not
- * answer in time is closed and backs off, so the next rounds do not wait for it
- * again. */
-void lw__masters_run(struct lw_masters *m, const struct lw_rcmd *cmd,
+/* Run q (one command or one script: one reply) on the masters whose bit is
+ * set in mask (votes[0..m->n), all filled), collecting replies until
+ * deadline_us (lw__now_us() time), with lw__conn_run()'s NOSCRIPT and
+ * replay rules.  A master that does not answer in time is closed and backs
+ * off, so the next rounds do not wait for it again. */
+void lw__masters_run(struct lw_masters *m, const struct lw_request *q,
                      unsigned mask, int64_t deadline_us, struct lw_vote *votes);
 
 void lw__votes_free(struct lw_vote *votes, int n);

@@ -99,6 +99,7 @@ static int learn_from(const struct lw_settings *s, const struct lw_url *u)
     static const char *argv[] = {"CLUSTER", "SLOTS"};
     static const size_t lens[] = {7, 5};
     struct lw_cmd cmd = {2, argv, lens};
+    struct lw_request q = {.cmds = &cmd, .ncmds = 1};
     struct lw_conn *c = conn_to(u);
     struct lw_slotmap *m;
     redisReply *r;
@@ -106,7 +107,7 @@ static int learn_from(const struct lw_settings *s, const struct lw_url *u)
 
     if (c == NULL)
         return LW_ENOMEM;
-    rc = lw__conn_pipeline(c, &cmd, 1, &r, &replayed);
+    rc = lw__conn_run(c, &q, &r, &replayed);
     if (rc != LW_OK)
         return rc;
     rc = lw__slotmap_parse(r, u, &s->ep.urls[0], s->gen, &m);
@@ -161,12 +162,14 @@ static const struct lw_slotmap *map_for(const struct lw_settings *s)
     return m != NULL && m->cfg_gen == s->gen ? m : NULL;
 }
 
-enum verdict { V_OK, V_ERROR, V_MOVED, V_ASK, V_RETRY };
+/* What a request's replies tell the router to do. */
+enum reply_kind { REPLY_OK, REPLY_ERROR, REPLY_MOVED, REPLY_ASK, REPLY_RETRY };
 
 /* What the replies say; for MOVED and ASK, the node they name in *to (host
  * in hostbuf, credentials of the seeds). */
-static enum verdict classify(redisReply **out, int n, const struct lw_url *from,
-                             struct lw_url *to, char *hostbuf)
+static enum reply_kind classify(redisReply **out, int n,
+                                const struct lw_url *from, struct lw_url *to,
+                                char *hostbuf)
 {
     for (int i = 0; i < n; i++) {
         const char *e = out[i]->str, *sp, *colon;
@@ -177,18 +180,18 @@ static enum verdict classify(redisReply **out, int n, const struct lw_url *from,
         if (strncmp(e, "TRYAGAIN", 8) == 0 ||
             strncmp(e, "CLUSTERDOWN", 11) == 0 ||
             strncmp(e, "LOADING", 7) == 0 || strncmp(e, "MASTERDOWN", 10) == 0)
-            return V_RETRY;
+            return REPLY_RETRY;
         moved = strncmp(e, "MOVED ", 6) == 0;
         if (!moved && strncmp(e, "ASK ", 4) != 0) {
             lw__conn_log_error(out[i]);
-            return V_ERROR;
+            return REPLY_ERROR;
         }
         /* "MOVED <slot> <host>:<port>"; an empty host is the one asked. */
         sp = strchr(e + (moved ? 6 : 4), ' ');
         colon = sp ? strrchr(sp, ':') : NULL;
         if (colon == NULL || colon - sp - 1 >= HOST_MAX) {
             lw__conn_log_error(out[i]);
-            return V_ERROR;
+            return REPLY_ERROR;
         }
         *to = *from;
         to->host = hostbuf;
@@ -199,39 +202,9 @@ static enum verdict classify(redisReply **out, int n, const struct lw_url *from,
             snprintf(hostbuf, HOST_MAX, "%s", from->host);
         }
         to->port = atoi(colon + 1);
-        return moved ? V_MOVED : V_ASK;
+        return moved ? REPLY_MOVED : REPLY_ASK;
     }
-    return V_OK;
-}
-
-static void free_replies(redisReply **out, int n)
-{
-    for (int i = 0; i < n; i++) {
-        if (out[i] != NULL)
-            freeReplyObject(out[i]);
-        out[i] = NULL;
-    }
-}
-
-/* One request as the router sees it. */
-struct rreq {
-    int script; /* id, or -1 for cmds */
-    int nkeys, nargs;
-    const char *const *argv;
-    const size_t *lens;
-    const struct lw_cmd *cmds;
-    int n;
-    int raw_errors; /* hand a plain error reply back, with LW_OK */
-};
-
-static int send_to(struct lw_conn *c, const struct rreq *q, int flags,
-                   redisReply **out, int *replayed)
-{
-    flags |= LW_CONN_RAW_ERRORS;
-    if (q->script >= 0)
-        return lw__conn_script_ex(c, q->script, q->nkeys, q->nargs, q->argv,
-                                  q->lens, flags, out, replayed);
-    return lw__conn_pipeline_ex(c, q->cmds, q->n, flags, out, replayed);
+    return REPLY_OK;
 }
 
 static void backoff(int64_t *sleep_us, int64_t deadline_us)
@@ -247,11 +220,13 @@ static void backoff(int64_t *sleep_us, int64_t deadline_us)
     *sleep_us = *sleep_us * 2 > RETRY_MAX_US ? RETRY_MAX_US : *sleep_us * 2;
 }
 
-static int route(const struct lw_settings *s, int slot, const struct rreq *q,
-                 redisReply **out, int *replayed, int64_t deadline_us)
+int lw__route_run(const struct lw_settings *s, int slot,
+                  const struct lw_request *q, redisReply **out, int *replayed,
+                  int64_t deadline_us)
 {
-    int n = q->script >= 0 ? 1 : q->n;
-    int flags = 0, rc = LW_EREDIS;
+    int n = lw__request_nreplies(q);
+    struct lw_request sent = *q;
+    int asking = 0, rc = LW_EREDIS;
     int64_t sleep_us = RETRY_MIN_US;
     struct lw_url to, target;
     char hostbuf[HOST_MAX];
@@ -275,8 +250,11 @@ static int route(const struct lw_settings *s, int slot, const struct rreq *q,
         c = conn_to(&target);
         if (c == NULL)
             return LW_ENOMEM;
-        rc = send_to(c, q, flags, out, &rep);
-        flags = 0;
+        /* Redirections are read here: error replies come back raw. */
+        sent.flags =
+            q->flags | LW_REQ_RAW_ERRORS | (asking ? LW_REQ_ASKING : 0);
+        rc = lw__conn_run(c, &sent, out, &rep);
+        asking = 0;
         *replayed |= rep;
         if (rc == LW_EREDIS) {
             /* Unreachable node (a killed master?): the map may be stale, and
@@ -288,29 +266,29 @@ static int route(const struct lw_settings *s, int slot, const struct rreq *q,
         if (rc != LW_OK)
             return rc;
         switch (classify(out, n, &target, &to, hostbuf)) {
-        case V_OK:
+        case REPLY_OK:
             return LW_OK;
-        case V_ERROR:
-            if (q->raw_errors)
+        case REPLY_ERROR:
+            if (q->flags & LW_REQ_RAW_ERRORS)
                 return LW_OK;
-            free_replies(out, n);
+            lw__replies_free(out, n);
             return LW_EREDIS;
-        case V_MOVED:
-            free_replies(out, n);
+        case REPLY_MOVED:
+            lw__replies_free(out, n);
             lw__route_refresh(s);
             target = to;
             redirected = 1;
             continue; /* the slot is served elsewhere: go there now */
-        case V_ASK:
-            free_replies(out, n);
-            if (q->script < 0)
+        case REPLY_ASK:
+            lw__replies_free(out, n);
+            if (q->script == NULL)
                 return LW_ROUTE_ASKED;
             target = to;
             redirected = 1;
-            flags = LW_CONN_ASKING;
+            asking = 1;
             continue;
-        case V_RETRY:
-            free_replies(out, n);
+        case REPLY_RETRY:
+            lw__replies_free(out, n);
             rc = LW_EREDIS;
             break;
         }
@@ -319,37 +297,6 @@ static int route(const struct lw_settings *s, int slot, const struct rreq *q,
             return rc;
         backoff(&sleep_us, deadline_us);
     }
-}
-
-int lw__route_pipeline_ex(const struct lw_settings *s, int slot,
-                          const struct lw_cmd *cmds, int n, int flags,
-                          redisReply **out, int *replayed, int64_t deadline_us)
-{
-    struct rreq q = {.script = -1,
-                     .cmds = cmds,
-                     .n = n,
-                     .raw_errors = (flags & LW_CONN_RAW_ERRORS) != 0};
-    return route(s, slot, &q, out, replayed, deadline_us);
-}
-
-int lw__route_pipeline(const struct lw_settings *s, int slot,
-                       const struct lw_cmd *cmds, int n, redisReply **out,
-                       int *replayed, int64_t deadline_us)
-{
-    return lw__route_pipeline_ex(s, slot, cmds, n, 0, out, replayed,
-                                 deadline_us);
-}
-
-int lw__route_script(const struct lw_settings *s, int slot, int id, int nkeys,
-                     int nargs, const char *const *argv, const size_t *lens,
-                     redisReply **out, int *replayed, int64_t deadline_us)
-{
-    struct rreq q = {.script = id,
-                     .nkeys = nkeys,
-                     .nargs = nargs,
-                     .argv = argv,
-                     .lens = lens};
-    return route(s, slot, &q, out, replayed, deadline_us);
 }
 
 void lw__route_shutdown(void)

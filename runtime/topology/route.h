@@ -20,7 +20,9 @@
  * (a failover in progress) and a node that cannot be reached (killed master)
  * are retried with a short backoff and a fresh map until deadline_us.
  *
- * Same results as lw__conn_script() / lw__conn_pipeline(), plus
+ * Same results as lw__conn_run() (with LW_REQ_RAW_ERRORS, an error reply
+ * that is neither a redirection nor worth retrying comes back in out with
+ * LW_OK, logged), plus
  * LW_ROUTE_ASKED for a pipeline met by ASK: its commands are separate, and
  * ASKING each on the importing node could create there a key (the fence
  * counter) that still lives on the migrating one, so the caller re-sends
@@ -30,20 +32,9 @@
  */
 #define LW_ROUTE_ASKED 1
 
-int lw__route_pipeline(const struct lw_settings *s, int slot,
-                       const struct lw_cmd *cmds, int n, redisReply **out,
-                       int *replayed, int64_t deadline_us);
-
-/* With LW_CONN_RAW_ERRORS in flags, an error reply that is neither a
- * redirection nor worth retrying comes back in out with LW_OK (logged),
- * as lw__conn_pipeline_ex() does. */
-int lw__route_pipeline_ex(const struct lw_settings *s, int slot,
-                          const struct lw_cmd *cmds, int n, int flags,
-                          redisReply **out, int *replayed, int64_t deadline_us);
-
-int lw__route_script(const struct lw_settings *s, int slot, int id, int nkeys,
-                     int nargs, const char *const *argv, const size_t *lens,
-                     redisReply **out, int *replayed, int64_t deadline_us);
+int lw__route_run(const struct lw_settings *s, int slot,
+                  const struct lw_request *q, redisReply **out, int *replayed,
+                  int64_t deadline_us);
 
 /* Learn the map again now (rate-limited: at most every 100 ms).  LW_OK when
  * the current map is newer than when called. */

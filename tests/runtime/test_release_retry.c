@@ -43,7 +43,7 @@ static long long release_by_hand(const char *token, const char *age_ms)
 {
     const char *names[] = {"lock:rr", "{lock:rr}:q", "{lock:rr}:fence"};
     const char *argv[] = {"EVAL",
-                          lw__script_text(LW_SCRIPT_RELEASE),
+                          lw__script_release.text,
                           "3",
                           names[0],
                           names[1],

@@ -1,0 +1,29 @@
+/* The protocol's transport seam (see send.h). */
+#include "core/send.h"
+
+#include <lockweave.h>
+
+#include "base/config.h"
+#include "topology/route.h"
+#include "topology/slot.h"
+
+int lw__target_for(struct lw_target *t, const struct lw_settings *cfg,
+                   const char *key, size_t keylen)
+{
+    t->cfg = cfg;
+    t->conn = NULL;
+    t->slot = -1;
+    if (cfg->ep.topology == LW_TOPO_CLUSTER) {
+        t->slot = lw__key_slot(key, keylen);
+        return LW_OK;
+    }
+    return lw__conn_thread(&t->conn);
+}
+
+int lw__send(const struct lw_target *t, const struct lw_request *q,
+             int64_t deadline_us, redisReply **out, int *replayed)
+{
+    if (t->conn != NULL)
+        return lw__conn_run(t->conn, q, out, replayed);
+    return lw__route_run(t->cfg, t->slot, q, out, replayed, deadline_us);
+}

@@ -1,0 +1,38 @@
+#ifndef LW_SEND_H
+#define LW_SEND_H
+
+#include <hiredis/hiredis.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "net/conn.h"
+
+/*
+ * The one way the lock protocol reaches Redis: a request about one key goes
+ * to that key's server, whatever the topology behind it.  With one server
+ * that is a connection; in a Redis Cluster, the router and the key's slot.
+ * (Redlock asks several independent servers and has its own backend.)
+ */
+struct lw_settings;
+
+struct lw_target {
+    const struct lw_settings *cfg;
+    struct lw_conn *conn; /* one server: the connection to send on */
+    int slot;             /* Redis Cluster: the key's slot */
+};
+
+/* The target for key under cfg: its slot in a cluster, else this thread's
+ * connection, opened if needed.  LW_OK or lw__conn_thread()'s error. */
+int lw__target_for(struct lw_target *t, const struct lw_settings *cfg,
+                   const char *key, size_t keylen);
+
+/* Send q to t and read its replies into out (the caller frees them), as
+ * lw__conn_run() does.  In a cluster, redirections, failovers and an
+ * unreachable node are followed until deadline_us (lw__now_us() time; 0:
+ * one command timeout from now), and a pipeline met by ASK is LW_ROUTE_ASKED
+ * (see topology/route.h); one server ignores deadline_us, its connection's
+ * timeouts bound the call. */
+int lw__send(const struct lw_target *t, const struct lw_request *q,
+             int64_t deadline_us, redisReply **out, int *replayed);
+
+#endif
