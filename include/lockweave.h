@@ -116,6 +116,8 @@ enum {
     LW_EAUTH = -7,     /* Redis refused AUTH or SELECT */
     LW_EFORKED = -8,   /* a lock held by the parent process, seen in a child */
     LW_EREPLICAS = -9, /* too few replicas confirmed the lock (wait_replicas) */
+    LW_ESYSTEM = -10,  /* the system refused what lockweave needs: randomness
+                          for lock tokens (getrandom), or a thread */
 };
 
 /* A static English text for an LW_E... code ("unknown error" otherwise).

@@ -26,6 +26,8 @@ const char *lw_strerror(int code)
         return "lock belongs to the parent process (fork)";
     case LW_EREPLICAS:
         return "lock not confirmed by enough replicas (WAIT)";
+    case LW_ESYSTEM:
+        return "the system refused randomness or a thread";
     default:
         return "unknown error";
     }

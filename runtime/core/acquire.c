@@ -4,26 +4,22 @@
  * until a release hands us the lock or wakes us, the lock's TTL runs out, or
  * the deadline comes — whichever is first.
  */
-#include <errno.h>
 #include <lockweave.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/backoff.h"
 #include "base/clock.h"
 #include "base/config.h"
-#include "net/conn.h"
-#include "core/guard.h"
-#include "core/keynames.h"
 #include "base/log.h"
-#include "core/redlock.h"
+#include "base/result.h"
+#include "base/stats.h"
+#include "core/keynames.h"
+#include "core/queue.h"
 #include "core/replicas.h"
-#include "topology/route.h"
 #include "core/scripts.h"
 #include "core/send.h"
-#include "base/stats.h"
-#include "base/thread.h"
 
 #define BACKOFF_START_US 1000
 #define BACKOFF_MAX_US   100000   /* no mailbox (BLPOP refused): poll this */
@@ -48,11 +44,12 @@
  */
 struct attempt {
     struct lw_target to; /* where the key's requests go */
-    struct lw_gimpl *g;
+    struct lw_lease *l;
+    const lw_lock_opts *opts;
+    uint64_t *fence;
     const char *set_argv[7], *incr_argv[2];
     size_t set_lens[7], incr_lens[2];
     struct lw_cmd cmds[2];
-    char expire[16];
     int64_t sent_us;  /* when the last try left */
     int64_t valid_ms; /* lease granted by the successful try */
     const struct lw_names *names;
@@ -61,15 +58,14 @@ struct attempt {
     size_t alivelen;
     int64_t deadline_us;         /* the wait's end */
     char entry[GRANT_ENTRY_MAX]; /* our queue entry's score, "" if none */
-    char *alivebuf;              /* NAME_INLINE bytes on lw__acquire's stack */
+    char *alivebuf; /* NAME_INLINE bytes on lw__queue_acquire's stack */
 };
 
 /* Where a redirected or failed-over request may keep trying: to the wait's
  * end, and at least one command timeout. */
 static int64_t route_deadline(const struct attempt *a)
 {
-    int64_t t =
-        lw__now_us() + (int64_t)a->g->lease.cfg->command_timeout_ms * 1000;
+    int64_t t = lw__now_us() + (int64_t)a->l->cfg->command_timeout_ms * 1000;
     return a->deadline_us > t ? a->deadline_us : t;
 }
 
@@ -93,25 +89,24 @@ static char *concat_box(char *inl, const char *p, size_t plen, const char *q,
  * our mailbox's name; LW_OK or LW_ENOMEM. */
 static int alive_init(struct attempt *a)
 {
-    const struct lw_gimpl *g = a->g;
+    const struct lw_lease *l = a->l;
 
     if (a->alive != NULL)
         return LW_OK;
-    a->alivelen = a->names->alivelen + (size_t)g->lease.toklen;
+    a->alivelen = a->names->alivelen + (size_t)l->toklen;
     a->alive = concat_box(a->alivebuf, a->names->alive, a->names->alivelen,
-                          g->lease.token, (size_t)g->lease.toklen);
+                          l->token, (size_t)l->toklen);
     return a->alive != NULL ? LW_OK : LW_ENOMEM;
 }
 
 static void attempt_init(struct attempt *a)
 {
-    struct lw_gimpl *g = a->g;
-    const char *set[] = {"SET", g->key,    g->lease.token, "NX",
-                         "PX",  a->expire, "GET"};
-    size_t setl[] = {3, g->keylen, (size_t)g->lease.toklen, 2, 2, 0, 3};
+    const struct lw_lease *l = a->l;
+    const char *set[] = {"SET", l->key,        l->token, "NX",
+                         "PX",  l->expire_str, "GET"};
+    size_t setl[] = {
+        3, l->keylen, (size_t)l->toklen, 2, 2, (size_t)l->expire_len, 3};
 
-    setl[5] =
-        (size_t)snprintf(a->expire, sizeof a->expire, "%u", g->opts.expire_ms);
     memcpy(a->set_argv, set, sizeof set);
     memcpy(a->set_lens, setl, sizeof setl);
     a->incr_argv[0] = "INCR";
@@ -122,13 +117,13 @@ static void attempt_init(struct attempt *a)
     a->cmds[1] = (struct lw_cmd){2, a->incr_argv, a->incr_lens};
 }
 
-/* 1 acquired, 0 busy, < 0 error.  Our own token in the key can only be
- * this same try's SET, run before a lost reply made conn.c send it again:
- * it ran after a->sent_us, so its lease, too, lasts past sent_us + expire,
- * which is all lw__acquire counts on. */
-static int verdict(struct attempt *a, redisReply **r)
+/* LW_OK acquired, LW_R_BUSY, or an error.  Our own token in the key can
+ * only be this same try's SET, run before a lost reply made conn.c send it
+ * again: it ran after a->sent_us, so its lease, too, lasts past sent_us +
+ * expire, which is all lw__queue_acquire counts on. */
+static int try_verdict(struct attempt *a, redisReply **r)
 {
-    const struct lw_lease *l = &a->g->lease;
+    const struct lw_lease *l = a->l;
     redisReply *prev = r[0];
 
     if (r[1]->type != REDIS_REPLY_INTEGER)
@@ -136,21 +131,21 @@ static int verdict(struct attempt *a, redisReply **r)
     if (prev->type == REDIS_REPLY_NIL ||
         (prev->type == REDIS_REPLY_STRING && prev->len == (size_t)l->toklen &&
          memcmp(prev->str, l->token, prev->len) == 0)) {
-        a->valid_ms = a->g->opts.expire_ms;
+        a->valid_ms = l->expire_ms;
     } else if (prev->type == REDIS_REPLY_STRING) {
-        return 0;
+        return LW_R_BUSY;
     } else {
         return LW_EREDIS;
     }
     if (r[1]->integer <= 0)
         return LW_EREDIS;
-    a->g->fence = (uint64_t)r[1]->integer;
-    return 1;
+    *a->fence = (uint64_t)r[1]->integer;
+    return LW_OK;
 }
 
 static int enqueue(struct attempt *a, int join, int64_t *ttl_ms);
 
-static int try_once(struct attempt *a, int64_t *ttl_ms)
+static int try_free(struct attempt *a, int64_t *ttl_ms)
 {
     redisReply *r[2];
     int replayed, rc;
@@ -159,11 +154,11 @@ static int try_once(struct attempt *a, int64_t *ttl_ms)
     a->sent_us = lw__now_us();
     rc = lw__send(&a->to, &(struct lw_request){.cmds = a->cmds, .ncmds = 2},
                   route_deadline(a), r, &replayed);
-    if (rc == LW_ROUTE_ASKED) /* slot migrating: one script, redirected whole */
+    if (rc == LW_R_ASKED) /* slot migrating: one script, redirected whole */
         return enqueue(a, 0, ttl_ms);
     if (rc != LW_OK)
         return rc;
-    rc = verdict(a, r);
+    rc = try_verdict(a, r);
     for (int i = 0; i < 2; i++)
         freeReplyObject(r[i]);
     return rc;
@@ -174,43 +169,36 @@ static int try_once(struct attempt *a, int64_t *ttl_ms)
  * none, back off.  Never past the holder's lease or the deadline, nor half a
  * command timeout, which bounds a read on the connection BLPOP blocks. */
 static int64_t next_sleep_us(const struct attempt *a, int mailbox,
-                             int64_t *backoff_us, int64_t ttl_ms,
+                             struct lw_backoff *backoff, int64_t ttl_ms,
                              int64_t left_us)
 {
-    int64_t sleep_us,
-        cap_us = (int64_t)a->g->lease.cfg->command_timeout_ms * 500;
+    int64_t sleep_us, cap_us = (int64_t)a->l->cfg->command_timeout_ms * 500;
 
-    if (mailbox) {
+    if (mailbox)
         sleep_us = MAILBOX_POLL_US < cap_us ? MAILBOX_POLL_US : cap_us;
-    } else {
-        /* Full jitter: processes that lost together do not retry together. */
-        sleep_us =
-            *backoff_us / 2 + lw__jitter((uint32_t)(*backoff_us / 2) + 1);
-        *backoff_us *= 2;
-        if (*backoff_us > BACKOFF_MAX_US)
-            *backoff_us = BACKOFF_MAX_US;
-    }
+    else
+        sleep_us = lw__backoff_step(backoff);
     if (ttl_ms > 0 && ttl_ms * 1000 + 500 < sleep_us)
         sleep_us = ttl_ms * 1000 + 500; /* the holder's lease ends sooner */
     return sleep_us < left_us ? sleep_us : left_us;
 }
 
-/* The acquire-or-queue script: same results as try_once().  join 1 queues
+/* The acquire-or-queue script: same results as try_free().  join 1 queues
  * up (or refreshes our alive key), 0 leaves the queue. */
 static int enqueue(struct attempt *a, int join, int64_t *ttl_ms)
 {
-    struct lw_gimpl *g = a->g;
+    struct lw_lease *l = a->l;
     char qttl[24];
     const char *argv[] = {
-        g->key,           a->names->queue, a->names->fence,  a->alive,
-        g->lease.token,   a->expire,       join ? "1" : "0", qttl,
+        l->key,           a->names->queue, a->names->fence,  a->alive,
+        l->token,         l->expire_str,   join ? "1" : "0", qttl,
         LW_WAITER_KEYS_MS};
-    size_t lens[] = {g->keylen,
+    size_t lens[] = {l->keylen,
                      a->names->queuelen,
                      a->names->fencelen,
                      a->alivelen,
-                     (size_t)g->lease.toklen,
-                     strlen(a->expire),
+                     (size_t)l->toklen,
+                     (size_t)l->expire_len,
                      1,
                      0,
                      sizeof LW_WAITER_KEYS_MS - 1};
@@ -223,8 +211,8 @@ static int enqueue(struct attempt *a, int join, int64_t *ttl_ms)
     lens[3] = a->alivelen;
     /* The queue outlives every member's wait and lease. */
     lens[7] = (size_t)snprintf(qttl, sizeof qttl, "%llu",
-                               (unsigned long long)g->opts.wait_ms +
-                                   g->opts.expire_ms + 1000);
+                               (unsigned long long)a->opts->wait_ms +
+                                   l->expire_ms + 1000);
     a->sent_us = lw__now_us();
     rc = lw__send(&a->to,
                   &(struct lw_request){.script = &lw__script_enqueue,
@@ -239,10 +227,10 @@ static int enqueue(struct attempt *a, int join, int64_t *ttl_ms)
         r->element[0]->type == REDIS_REPLY_INTEGER &&
         r->element[0]->integer > 0 &&
         r->element[1]->type == REDIS_REPLY_INTEGER) {
-        g->fence = (uint64_t)r->element[0]->integer;
-        a->valid_ms = r->element[1]->integer > 0 ? r->element[1]->integer
-                                                 : g->opts.expire_ms;
-        rc = 1;
+        *a->fence = (uint64_t)r->element[0]->integer;
+        a->valid_ms =
+            r->element[1]->integer > 0 ? r->element[1]->integer : l->expire_ms;
+        rc = LW_OK;
     } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
                r->element[0]->type == REDIS_REPLY_INTEGER &&
                r->element[0]->integer < 0 &&
@@ -251,7 +239,7 @@ static int enqueue(struct attempt *a, int join, int64_t *ttl_ms)
         *ttl_ms = -1 - r->element[0]->integer;
         memcpy(a->entry, r->element[1]->str, r->element[1]->len);
         a->entry[r->element[1]->len] = '\0';
-        rc = 0;
+        rc = LW_R_BUSY;
     } else {
         rc = LW_EREDIS;
     }
@@ -276,14 +264,14 @@ static int enqueue(struct attempt *a, int join, int64_t *ttl_ms)
  */
 static int fresh_grant(const struct attempt *a, const char *entry)
 {
-    int64_t half_us = (int64_t)a->g->opts.expire_ms * 500;
+    int64_t half_us = (int64_t)a->l->expire_ms * 500;
 
     return a->entry[0] != '\0' && strcmp(entry, a->entry) == 0 &&
            lw__now_us() < a->sent_us + half_us;
 }
 
 /* "g<fence> <entry>", a hand-off: 1 with *fence and entry (GRANT_ENTRY_MAX
- * bytes, NUL-terminated) set; anything else ("w", to compete) 0. */
+ * bytes, NUL-terminated) set; anything else ("w", to compete): 0. */
 static int parse_grant(const char *m, size_t n, uint64_t *fence, char *entry)
 {
     char buf[24 + GRANT_ENTRY_MAX], *end;
@@ -303,13 +291,12 @@ static int parse_grant(const char *m, size_t n, uint64_t *fence, char *entry)
 
 /*
  * Block on our mailbox (BLPOP on this thread's own connection, so the reply
- * wakes this thread directly) for up to timeout_us.  1: a hand-off, *fence
- * and entry set; 0: woken to compete, or timed out; MAILBOX_REFUSED: Redis
- * answered BLPOP with an error (an ACL without it, most likely); other < 0:
- * the connection failed.  Either way the caller polls instead.
+ * wakes this thread directly) for up to timeout_us.  LW_OK: a hand-off,
+ * *fence and entry set; LW_R_WOKEN: woken to compete, or timed out;
+ * LW_R_REFUSED: Redis answered BLPOP with an error (an ACL without it, most
+ * likely); < 0: the connection failed.  After the last two the caller
+ * polls instead.
  */
-#define MAILBOX_REFUSED (-100) /* await_mail() only, never returned */
-
 static int await_mail(struct attempt *a, int64_t timeout_us, uint64_t *fence,
                       char *entry)
 {
@@ -328,17 +315,18 @@ static int await_mail(struct attempt *a, int64_t timeout_us, uint64_t *fence,
                                (long long)(timeout_us / 1000000),
                                (long long)(timeout_us / 1000 % 1000));
     rc = lw__send(&a->to, &q, route_deadline(a), &r, &replayed);
-    if (rc == LW_ROUTE_ASKED) /* the slot is moving: poll */
+    if (rc == LW_R_ASKED) /* the slot is moving: poll */
         return LW_EREDIS;
     if (rc != LW_OK)
         return rc;
-    rc = 0;
+    rc = LW_R_WOKEN;
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
         r->element[1]->type == REDIS_REPLY_STRING) {
-        rc = parse_grant(r->element[1]->str, r->element[1]->len, fence, entry);
+        if (parse_grant(r->element[1]->str, r->element[1]->len, fence, entry))
+            rc = LW_OK;
     } else if (r->type == REDIS_REPLY_ERROR) {
         lw__conn_log_error(r);
-        rc = MAILBOX_REFUSED;
+        rc = LW_R_REFUSED;
     } else if (r->type != REDIS_REPLY_NIL) {
         rc = LW_EREDIS;
     }
@@ -347,40 +335,34 @@ static int await_mail(struct attempt *a, int64_t timeout_us, uint64_t *fence,
 }
 
 /* Until when this process's waiters poll instead of blocking on their
- * mailboxes: set when Redis refuses BLPOP (an ACL without it), so that every
- * wait does not fail and log the same way.  A lost connection only makes
- * the wait it happened in poll. */
+ * mailboxes, and under which configuration (lw_settings.gen): set when
+ * Redis refuses BLPOP (an ACL without it), so that every wait does not fail
+ * and log the same way.  Another configuration may be another server or
+ * user: it starts without the flag.  A lost connection only makes the wait
+ * it happened in poll. */
 static int64_t mailbox_off_until_us;
+static unsigned mailbox_off_gen;
 
-void lw__mailbox_reset(void)
+static int mailbox_usable(const struct lw_settings *cfg)
 {
-    __atomic_store_n(&mailbox_off_until_us, 0, __ATOMIC_RELAXED);
+    return __atomic_load_n(&mailbox_off_gen, __ATOMIC_RELAXED) != cfg->gen ||
+           lw__now_us() >=
+               __atomic_load_n(&mailbox_off_until_us, __ATOMIC_RELAXED);
 }
 
-static int mailbox_usable(void)
-{
-    return lw__now_us() >=
-           __atomic_load_n(&mailbox_off_until_us, __ATOMIC_RELAXED);
-}
-
-static void mailbox_refused(void)
+static void mailbox_refused(const struct lw_settings *cfg)
 {
     int64_t now = lw__now_us();
+    unsigned gen =
+        __atomic_exchange_n(&mailbox_off_gen, cfg->gen, __ATOMIC_RELAXED);
 
     if (__atomic_exchange_n(&mailbox_off_until_us, now + MAILBOX_OFF_US,
-                            __ATOMIC_RELAXED) <= now)
+                            __ATOMIC_RELAXED) <= now ||
+        gen != cfg->gen)
         lw__log(LW_LOG_INFO,
                 "Redis refused BLPOP on a waiter's mailbox: waiters poll "
                 "for the next %d s",
                 MAILBOX_OFF_US / 1000000);
-}
-
-static void pause_us(int64_t us)
-{
-    struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
 }
 
 /*
@@ -391,35 +373,38 @@ static void pause_us(int64_t us)
  */
 static int wait_for(struct attempt *a, int64_t ttl_ms, int *queued)
 {
-    struct lw_gimpl *g = a->g;
-    int64_t backoff_us = BACKOFF_START_US;
+    /* Without a mailbox: full jitter, so processes that lost together do
+     * not retry together. */
+    struct lw_backoff backoff = {BACKOFF_START_US, BACKOFF_MAX_US};
     char entry[GRANT_ENTRY_MAX];
     uint64_t fence;
-    int mailbox = mailbox_usable(), rc;
+    int mailbox = mailbox_usable(a->l->cfg), rc;
 
     rc = enqueue(a, 1, &ttl_ms);
-    *queued = rc == 0;
-    while (rc == 0) {
+    *queued = rc == LW_R_BUSY;
+    while (rc == LW_R_BUSY) {
         int64_t left_us = a->deadline_us - lw__now_us();
         if (left_us <= 0)
             break;
-        left_us = next_sleep_us(a, mailbox, &backoff_us, ttl_ms, left_us);
+        left_us = next_sleep_us(a, mailbox, &backoff, ttl_ms, left_us);
         if (!mailbox) {
-            pause_us(left_us);
-        } else if ((rc = await_mail(a, left_us, &fence, entry)) < 0) {
-            if (rc == MAILBOX_REFUSED)
-                mailbox_refused();
+            lw__sleep_us(left_us);
+        } else if ((rc = await_mail(a, left_us, &fence, entry)) ==
+                       LW_R_REFUSED ||
+                   rc < 0) {
+            if (rc == LW_R_REFUSED)
+                mailbox_refused(a->l->cfg);
             mailbox = 0; /* for the rest of this wait */
-        } else if (rc == 1 && fresh_grant(a, entry)) {
-            g->fence = fence;
-            a->valid_ms = g->opts.expire_ms;
-            break;
+        } else if (rc == LW_OK && fresh_grant(a, entry)) {
+            *a->fence = fence;
+            a->valid_ms = a->l->expire_ms;
+            return LW_OK;
         }
         rc = enqueue(a, 1, &ttl_ms);
     }
-    if (rc == 0) { /* deadline: leave the queue, unless handed it just now */
+    if (rc == LW_R_BUSY) { /* deadline: leave the queue, unless handed it */
         rc = enqueue(a, 0, &ttl_ms);
-        rc = rc == 0 ? LW_ETIMEOUT : rc;
+        rc = rc == LW_R_BUSY ? LW_ETIMEOUT : rc;
     }
     return rc;
 }
@@ -436,7 +421,7 @@ static void give_back(struct attempt *a)
     redisReply *r;
     int replayed;
 
-    if (lw__release_script(a->g, a->names, lw__now_us(), &r, &replayed) ==
+    if (lw__queue_release_script(a->l, a->names, lw__now_us(), &r, &replayed) ==
         LW_OK)
         freeReplyObject(r);
 }
@@ -448,42 +433,38 @@ static _Thread_local struct {
     int64_t until_us;
 } hot;
 
-static uint64_t key_hash(const struct lw_gimpl *g)
+static uint64_t key_hash(const struct lw_lease *l)
 {
     uint64_t h = 14695981039346656037ull; /* FNV-1a */
-    for (size_t i = 0; i < g->keylen; i++)
-        h = (h ^ (unsigned char)g->key[i]) * 1099511628211ull;
+    for (size_t i = 0; i < l->keylen; i++)
+        h = (h ^ (unsigned char)l->key[i]) * 1099511628211ull;
     return h;
 }
 
-static int hot_key(const struct lw_gimpl *g, int64_t now_us)
+static int hot_key(const struct lw_lease *l, int64_t now_us)
 {
-    return now_us < hot.until_us && hot.hash == key_hash(g);
+    return now_us < hot.until_us && hot.hash == key_hash(l);
 }
 
-int lw__acquire(struct lw_gimpl *g)
+int lw__queue_acquire(struct lw_lease *l, const lw_lock_opts *opts,
+                      uint64_t *fence)
 {
     char alivebuf[NAME_INLINE]; /* not in a: no need to zero it */
-    struct attempt a = {.g = g, .alivebuf = alivebuf};
+    struct attempt a = {
+        .l = l, .opts = opts, .fence = fence, .alivebuf = alivebuf};
     struct lw_names names;
     int64_t start_us = lw__now_us(), ttl_ms = 0;
     int rc, toklen, queued = 0;
 
-    g->lease.cfg = lw__settings();
-    g->lease.drift_ms = 0; /* one server's own clock: nothing to allow for */
-    if (g->lease.cfg->error != LW_OK)
-        return g->lease.cfg->error;
-    if (g->lease.cfg->ep.topology == LW_TOPO_REDLOCK)
-        return lw__redlock_acquire(g);
-    rc = lw__target_for(&a.to, g->lease.cfg, g->key, g->keylen);
+    rc = lw__target_for(&a.to, l->cfg, l->key, l->keylen);
     if (rc != LW_OK)
         return rc;
-    a.deadline_us = start_us + (int64_t)g->opts.wait_ms * 1000;
-    toklen = lw__token_new(g->lease.token);
+    a.deadline_us = start_us + (int64_t)opts->wait_ms * 1000;
+    toklen = lw__token_new(l->token);
     if (toklen < 0)
         return toklen;
-    g->lease.toklen = toklen;
-    if (lw__names_init(&names, g->key, g->keylen) != LW_OK)
+    l->toklen = toklen;
+    if (lw__names_init(&names, l->key, l->keylen) != LW_OK)
         return LW_ENOMEM;
     a.names = &names;
     attempt_init(&a);
@@ -491,28 +472,29 @@ int lw__acquire(struct lw_gimpl *g)
     /* A key this thread just had to queue for is likely still contended:
      * queue at once (the script also takes a free lock) rather than spend a
      * round trip on a plain try that will find it busy. */
-    rc =
-        hot_key(g, start_us) && g->opts.wait_ms > 0 ? 0 : try_once(&a, &ttl_ms);
-    if (rc == 0) {
+    rc = hot_key(l, start_us) && opts->wait_ms > 0 ? LW_R_BUSY
+                                                   : try_free(&a, &ttl_ms);
+    if (rc == LW_R_BUSY) {
         LW_STAT_ADD(contended, 1);
-        rc = g->opts.wait_ms == 0 ? LW_ETIMEOUT : wait_for(&a, ttl_ms, &queued);
+        rc = opts->wait_ms == 0 ? LW_ETIMEOUT : wait_for(&a, ttl_ms, &queued);
         lw__stat_wait((uint64_t)(lw__now_us() - start_us));
         /* Hot while we keep having to queue; cold as soon as it is free. */
         hot.until_us = queued ? lw__now_us() + HOT_US : 0;
-        hot.hash = key_hash(g);
+        hot.hash = key_hash(l);
     }
     if (rc == LW_EREDIS)
         give_back(&a);
+    if (rc == LW_OK) {
+        /* The lease is measured from before the request: whatever the
+         * round trip took, our clock never believes in more lease than
+         * Redis gave. */
+        l->valid_until_ms = a.sent_us / 1000 + a.valid_ms;
+        /* Replica-safe acquire: it counts once the replicas have it. */
+        if (l->cfg->wait_replicas > 0)
+            rc = lw__wait_replicas(l, &names, &a.to);
+    }
     lw__names_free(&names);
     if (a.alive != NULL && a.alive != a.alivebuf)
         free(a.alive);
-    if (rc < 0)
-        return rc;
-    /* The lease is measured from before the request: whatever the round
-     * trip took, our clock never believes in more lease than Redis gave. */
-    g->lease.valid_until_ms = a.sent_us / 1000 + a.valid_ms;
-    /* Replica-safe acquire: it counts once the replicas have it. */
-    if (g->lease.cfg->wait_replicas > 0)
-        return lw__wait_replicas(g, &a.to);
-    return LW_OK;
+    return rc;
 }

@@ -12,10 +12,12 @@
 #include "base/clock.h"
 #include "base/config.h"
 #include "base/fork.h"
-#include "core/guard.h"
 #include "base/log.h"
 #include "base/stats.h"
 #include "base/thread.h"
+#include "core/backend.h"
+#include "core/guard.h"
+#include "core/keybuf.h"
 #include "core/watchdog.h"
 
 void lw_guard_init(lw_guard *gu, const lw_lock_opts *opts)
@@ -84,25 +86,29 @@ static int check(const struct lw_gimpl *g)
     return LW_OK;
 }
 
+/* Stop renewing first: a renewal in flight after the release could
+ * otherwise extend a key someone else just created. */
+static int give_back(struct lw_lease *l)
+{
+    lw__watchdog_remove(l);
+    return l->be->release(l);
+}
+
 static int own(struct lw_thread *t, struct lw_gimpl *g)
 {
+    const struct lw_settings *cfg = lw__settings();
     int rc;
 
     lw__fork_init();
-    /* An acquisition that must give the lock back (lw__acquire's own
-     * failures) releases it before the watchdog ever saw the lease. */
-    lw__lease_detach(&g->lease);
-    rc = lw__acquire(g);
+    if (cfg->error != LW_OK)
+        return cfg->error;
+    lw__lease_init(&g->lease, cfg, g->key, g->keylen, &g->opts);
+    rc = g->lease.be->acquire(&g->lease, &g->opts, &g->fence);
     if (rc != LW_OK)
         return rc;
-    g->lease.key = g->key;
-    g->lease.keylen = g->keylen;
-    g->lease.expire_ms = g->opts.expire_ms;
-    g->lease.renews_left = g->opts.max_renew;
-    g->lease.lost = 0;
     rc = lw__watchdog_add(&g->lease);
     if (rc != LW_OK) {
-        lw__release(g);
+        give_back(&g->lease);
         return rc;
     }
     g->state = LW_G_OWNER;
@@ -172,7 +178,7 @@ int lw_guard_leave(lw_guard *gu)
         lw__log(LW_LOG_ERROR, "lock %.*s released with %u re-entries open",
                 (int)g->keylen, g->key, g->depth);
     /* A forked child never touches the parent's lock: not its to release. */
-    rc = g->fork_gen != lw__fork_gen ? LW_EFORKED : lw__release(g);
+    rc = g->fork_gen != lw__fork_gen ? LW_EFORKED : give_back(&g->lease);
     if (g->fork_gen == lw__fork_gen)
         LW_STAT_SUB(held, 1);
     if (rc == LW_ELOST)

@@ -45,28 +45,4 @@ static inline struct lw_gimpl *lw__gimpl(lw_guard *g)
     return (struct lw_gimpl *)(void *)g;
 }
 
-/* Take the lock in Redis for g (state INIT, key complete); on LW_OK
- * g->fence and g->lease are filled. */
-int lw__acquire(struct lw_gimpl *g);
-
-/* Forget that Redis refused BLPOP (lw_shutdown: the next configuration may
- * be another server or user). */
-void lw__mailbox_reset(void);
-
-/* Compare-and-delete g's lock; LW_OK or LW_ELOST. */
-int lw__release(struct lw_gimpl *g);
-
-struct lw_names;
-struct redisReply;
-
-/* The release script for g's token (names: g's companion keys), on this
- * thread's connection or, in a cluster, its slot's master, following
- * redirections until deadline_us.  LW_OK with *r the reply (caller frees). */
-int lw__release_script(struct lw_gimpl *g, const struct lw_names *names,
-                       int64_t deadline_us, struct redisReply **r,
-                       int *replayed);
-
-/* Free a heap key, if any. */
-void lw__key_free(struct lw_gimpl *g);
-
 #endif

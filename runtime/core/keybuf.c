@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/guard.h"
+#include "core/keybuf.h"
 
 static int reserve(struct lw_gimpl *g, size_t extra)
 {

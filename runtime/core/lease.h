@@ -1,30 +1,34 @@
 #ifndef LW_LEASE_H
 #define LW_LEASE_H
 
+#include <lockweave.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "core/token.h"
 
 /*
- * What the watchdog needs to keep one lock alive.  It lives inside the guard,
- * on the locking thread's stack: lw__watchdog_remove() waits out an in-flight
- * renewal before the guard (and so the lease) can go away.
+ * One held lock as the protocol sees it: where it was taken, under which
+ * token, for how long.  It lives inside the guard, on the locking thread's
+ * stack: lw__watchdog_remove() waits out an in-flight renewal before the
+ * guard (and so the lease) can go away.
  */
 struct lw_settings;
+struct lw_backend;
 
 struct lw_lease {
     const struct lw_settings *cfg; /* configuration it was taken under:
                                       renewal and release go to the same
                                       servers even after lw_configure() */
-    const char *key;
+    const struct lw_backend *be;   /* how it is taken, renewed, released */
+    const char *key;               /* the full Redis key, prefix included */
     size_t keylen;
     char token[LW_TOKEN_MAX];
     int toklen;
     uint32_t expire_ms;
     uint32_t drift_ms;   /* clock-drift allowance taken off every validity
                             (Redlock); 0 with one server */
-    char expire_str[12]; /* expire_ms in decimal, as the renew script wants */
+    char expire_str[12]; /* expire_ms in decimal, as commands want it */
     int expire_len;
     int32_t renews_left;    /* < 0: unlimited */
     int64_t valid_until_ms; /* the lease surely ends by then (our clock) */
@@ -35,5 +39,19 @@ struct lw_lease {
     int inflight;                 /* the watchdog is renewing it right now */
     int lost;                     /* atomic: set once, by watchdog or release */
 };
+
+/* Prepare l for taking key (not copied: it must outlive l) under cfg with
+ * opts: its backend, lease length, renewals; known to no watchdog queue. */
+void lw__lease_init(struct lw_lease *l, const struct lw_settings *cfg,
+                    const char *key, size_t keylen, const lw_lock_opts *opts);
+
+/* The lease is lost (expired, evicted, another owner's): set once, read by
+ * the locking thread (lw_still_held(), release) and the watchdog. */
+void lw__lease_mark_lost(struct lw_lease *l);
+
+static inline int lw__lease_lost(const struct lw_lease *l)
+{
+    return __atomic_load_n(&l->lost, __ATOMIC_ACQUIRE);
+}
 
 #endif

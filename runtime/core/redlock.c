@@ -19,22 +19,20 @@
  */
 #include "core/redlock.h"
 
-#include <errno.h>
 #include <lockweave.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/backoff.h"
 #include "base/clock.h"
 #include "base/config.h"
 #include "base/log.h"
+#include "base/result.h"
 #include "net/conn.h"
 #include "topology/masters.h"
 #include "core/scripts.h"
 #include "base/stats.h"
-#include "base/thread.h"
 #include "core/token.h"
-#include "core/watchdog.h"
 
 #define RETRY_START_US 2000
 #define RETRY_MAX_US   100000
@@ -57,19 +55,16 @@ static int64_t round_deadline(const struct lw_settings *cfg, uint32_t cap_ms)
     return lw__now_us() + ms * 1000;
 }
 
-/* The REDLOCK script on the masters in mask: renew for lease_ms (a decimal
- * string), or delete when lease_ms is NULL.  Votes: 1 done, 0 no key, -1
- * another owner's. */
+/* The REDLOCK script on the masters in mask: renew l for its lease length,
+ * or delete it.  Votes: 1 done, 0 no key, -1 another owner's. */
 static void compare_and(struct lw_masters *m, const struct lw_lease *l,
-                        const char *key, size_t keylen, const char *lease_ms,
-                        unsigned mask, struct lw_vote *votes)
+                        int renew, unsigned mask, struct lw_vote *votes)
 {
-    const char *argv[] = {key, l->token, lease_ms};
-    size_t lens[] = {keylen, (size_t)l->toklen,
-                     lease_ms ? strlen(lease_ms) : 0};
+    const char *argv[] = {l->key, l->token, l->expire_str};
+    size_t lens[] = {l->keylen, (size_t)l->toklen, (size_t)l->expire_len};
     struct lw_request q = {.script = &lw__script_redlock,
                            .nkeys = 1,
-                           .nargs = lease_ms ? 2 : 1,
+                           .nargs = renew ? 2 : 1,
                            .argv = argv,
                            .lens = lens};
 
@@ -106,10 +101,10 @@ static int is_token(const redisReply *r, const struct lw_lease *l)
  * went out on an earlier one, which this WAIT would not cover).  True when a
  * quorum of them reached enough replicas in time.
  */
-static int replicated(struct lw_masters *m, const struct lw_gimpl *g,
+static int replicated(struct lw_masters *m, const struct lw_lease *l,
                       unsigned granted)
 {
-    const struct lw_settings *cfg = g->lease.cfg;
+    const struct lw_settings *cfg = l->cfg;
     char n[16], t[16];
     const char *argv[] = {"WAIT", n, t};
     size_t lens[] = {4, 0, 0};
@@ -130,25 +125,25 @@ static int replicated(struct lw_masters *m, const struct lw_gimpl *g,
         lw__log(LW_LOG_WARN,
                 "lock %.*s reached %d replicas on %d masters only (quorum "
                 "%d) within %d ms: given back",
-                (int)g->keylen, g->key, cfg->wait_replicas, acked, m->quorum,
+                (int)l->keylen, l->key, cfg->wait_replicas, acked, m->quorum,
                 cfg->wait_timeout_ms);
     return acked >= m->quorum;
 }
 
 /*
- * One round of SET key token NX PX expire GET on every master: 1 ours, 0 not
- * (busy, split vote, or too slow), LW_EREDIS when fewer than a quorum
- * answered at all (fail closed), LW_EREPLICAS when wait_replicas asks for
- * replicas a quorum of masters could not confirm.  GET returns our own token
- * when a replayed SET finds the first one's work.
+ * One round of SET key token NX PX expire GET on every master: LW_OK ours,
+ * LW_R_BUSY not (busy, split vote, or too slow), LW_EREDIS when fewer than a
+ * quorum answered at all (fail closed), LW_EREPLICAS when wait_replicas asks
+ * for replicas a quorum of masters could not confirm.  GET returns our own
+ * token when a replayed SET finds the first one's work.
  */
-static int try_once(struct lw_masters *m, struct lw_gimpl *g)
+static int vote_round(struct lw_masters *m, struct lw_lease *l)
 {
-    struct lw_lease *l = &g->lease;
-    uint32_t expire = g->opts.expire_ms;
-    char ex[16];
-    const char *argv[] = {"SET", g->key, l->token, "NX", "PX", ex, "GET"};
-    size_t lens[] = {3, g->keylen, (size_t)l->toklen, 2, 2, 0, 3};
+    uint32_t expire = l->expire_ms;
+    const char *argv[] = {"SET", l->key,        l->token, "NX",
+                          "PX",  l->expire_str, "GET"};
+    size_t lens[] = {
+        3, l->keylen, (size_t)l->toklen, 2, 2, (size_t)l->expire_len, 3};
     struct lw_cmd cmd = {7, argv, lens};
     struct lw_request q = {.cmds = &cmd, .ncmds = 1};
     struct lw_vote v[LW_ENDPOINTS_MAX];
@@ -156,7 +151,6 @@ static int try_once(struct lw_masters *m, struct lw_gimpl *g)
     int yes = 0, answered = 0, rc;
     unsigned undo = 0, granted = 0;
 
-    lens[5] = (size_t)snprintf(ex, sizeof ex, "%u", expire);
     lw__masters_run(m, &q, ALL_MASTERS, round_deadline(l->cfg, expire), v);
     for (int i = 0; i < m->n; i++) {
         const redisReply *r = v[i].r;
@@ -169,62 +163,51 @@ static int try_once(struct lw_masters *m, struct lw_gimpl *g)
             undo |= 1u << i;
     }
     lw__votes_free(v, m->n);
-    rc = yes >= m->quorum ? 1 : answered < m->quorum ? LW_EREDIS : 0;
-    if (rc == 1 && l->cfg->wait_replicas > 0 && !replicated(m, g, granted))
+    rc = yes >= m->quorum       ? LW_OK
+         : answered < m->quorum ? LW_EREDIS
+                                : LW_R_BUSY;
+    if (rc == LW_OK && l->cfg->wait_replicas > 0 && !replicated(m, l, granted))
         rc = LW_EREPLICAS;
     validity_ms =
         (int64_t)expire - (lw__now_us() - start_us) / 1000 - drift_ms(expire);
-    if (rc == 1 && validity_ms > 0) {
+    if (rc == LW_OK && validity_ms > 0) {
         /* Every master that granted it set its TTL after start_us. */
         l->valid_until_ms = start_us / 1000 + expire - drift_ms(expire);
-        return 1;
+        return LW_OK;
     }
     if (undo != 0) {
-        compare_and(m, l, g->key, g->keylen, NULL, undo, v);
+        compare_and(m, l, 0, undo, v);
         lw__votes_free(v, m->n);
     }
-    return rc == 1 ? 0 : rc; /* granted too slowly: another round */
+    return rc == LW_OK ? LW_R_BUSY : rc; /* granted too slowly: again */
 }
 
-/* Sleep before the next round: full jitter over a growing delay, so
- * clients that split the vote do not collide again; never past the wait. */
-static void pause_before_retry(int64_t *backoff_us, int64_t left_us)
+int lw__redlock_acquire(struct lw_lease *l, const lw_lock_opts *opts,
+                        uint64_t *fence)
 {
-    int64_t us = *backoff_us / 2 + lw__jitter((uint32_t)(*backoff_us / 2) + 1);
-    struct timespec ts;
-
-    *backoff_us =
-        *backoff_us * 2 > RETRY_MAX_US ? RETRY_MAX_US : *backoff_us * 2;
-    if (us > left_us)
-        us = left_us;
-    ts.tv_sec = us / 1000000;
-    ts.tv_nsec = (long)(us % 1000000) * 1000;
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
-int lw__redlock_acquire(struct lw_gimpl *g)
-{
+    /* Jittered and growing, so clients that split the vote do not collide
+     * again; never past the wait. */
+    struct lw_backoff backoff = {RETRY_START_US, RETRY_MAX_US};
     struct lw_masters *m;
-    int64_t start_us = lw__now_us(), backoff_us = RETRY_START_US;
-    int64_t deadline_us = start_us + (int64_t)g->opts.wait_ms * 1000;
+    int64_t start_us = lw__now_us();
+    int64_t deadline_us = start_us + (int64_t)opts->wait_ms * 1000;
     int rc, waited = 0;
 
-    rc = lw__masters_get(g->lease.cfg, &m);
+    rc = lw__masters_get(l->cfg, &m);
     if (rc != LW_OK)
         return rc;
-    g->fence = 0;
-    g->lease.drift_ms = drift_ms(g->opts.expire_ms);
+    *fence = 0;
+    l->drift_ms = drift_ms(l->expire_ms);
     for (;;) {
-        int64_t left_us;
+        int64_t left_us, pause_us;
         /* A new token per round: a SET that reaches a hung master after
          * we gave up on it must not pass for a grant of a later round. */
-        rc = lw__token_new(g->lease.token);
+        rc = lw__token_new(l->token);
         if (rc < 0)
             break;
-        g->lease.toklen = rc;
-        rc = try_once(m, g);
-        if (rc != 0)
+        l->toklen = rc;
+        rc = vote_round(m, l);
+        if (rc != LW_R_BUSY)
             break;
         if (!waited)
             LW_STAT_ADD(contended, 1);
@@ -234,22 +217,22 @@ int lw__redlock_acquire(struct lw_gimpl *g)
             rc = LW_ETIMEOUT;
             break;
         }
-        pause_before_retry(&backoff_us, left_us);
+        pause_us = lw__backoff_step(&backoff);
+        lw__sleep_us(pause_us < left_us ? pause_us : left_us);
     }
     if (waited)
         lw__stat_wait((uint64_t)(lw__now_us() - start_us));
-    return rc < 0 ? rc : LW_OK;
+    return rc;
 }
 
-int lw__redlock_release(struct lw_gimpl *g)
+int lw__redlock_release(struct lw_lease *l)
 {
-    struct lw_lease *l = &g->lease;
     struct lw_vote v[LW_ENDPOINTS_MAX];
     struct lw_masters *m;
     int valid = lw__now_ms() < l->valid_until_ms, done = 0, not_ours = 0;
 
     if (lw__masters_get(l->cfg, &m) == LW_OK) {
-        compare_and(m, l, g->key, g->keylen, NULL, ALL_MASTERS, v);
+        compare_and(m, l, 0, ALL_MASTERS, v);
         count_script(m, v, valid, &done, &not_ours);
         lw__votes_free(v, m->n);
         if (done >= m->quorum)
@@ -258,7 +241,7 @@ int lw__redlock_release(struct lw_gimpl *g)
             lw__log(LW_LOG_WARN,
                     "lock %.*s lost before release: not ours on %d of %d "
                     "masters",
-                    (int)g->keylen, g->key, not_ours, m->n);
+                    (int)l->keylen, l->key, not_ours, m->n);
             lw__lease_mark_lost(l);
             return LW_ELOST;
         }
@@ -268,23 +251,31 @@ int lw__redlock_release(struct lw_gimpl *g)
     lw__log(LW_LOG_WARN,
             "could not release lock %.*s on a quorum of masters (%d "
             "confirmed); it ends by its TTL",
-            (int)g->keylen, g->key, done);
+            (int)l->keylen, l->key, done);
     return !lw__lease_lost(l) && valid ? LW_OK : LW_ELOST;
 }
 
-int lw__redlock_renew(struct lw_lease *l)
+/* Renew l on every master: LW_OK on a quorum, LW_ELOST when a quorum is
+ * out of reach (the lock is someone else's, or gone), LW_EREDIS when too
+ * few answered to tell. */
+static int renew_one(struct lw_lease *l)
 {
     struct lw_vote v[LW_ENDPOINTS_MAX];
     struct lw_masters *m;
     int done, not_ours;
 
     if (lw__masters_get(l->cfg, &m) != LW_OK)
-        return -1;
-    compare_and(m, l, l->key, l->keylen, l->expire_str, ALL_MASTERS, v);
+        return LW_ENOMEM;
+    compare_and(m, l, 1, ALL_MASTERS, v);
     count_script(m, v, 0, &done, &not_ours); /* renewal deletes nothing */
     lw__votes_free(v, m->n);
     if (done >= m->quorum)
-        return 1;
-    /* A quorum is out of reach: the lock is someone else's, or gone. */
-    return not_ours > m->n - m->quorum ? 0 : -1;
+        return LW_OK;
+    return not_ours > m->n - m->quorum ? LW_ELOST : LW_EREDIS;
+}
+
+void lw__redlock_renew(struct lw_lease *const *v, int n, int *results)
+{
+    for (int i = 0; i < n; i++)
+        results[i] = renew_one(v[i]);
 }

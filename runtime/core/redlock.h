@@ -1,25 +1,21 @@
 #ifndef LW_REDLOCK_H
 #define LW_REDLOCK_H
 
-#include "core/guard.h"
+#include <lockweave.h>
+#include <stdint.h>
+
 #include "core/lease.h"
 
 /*
- * Redlock over the independent masters of LOCKWEAVE_REDIS_URL (a comma-
- * separated list): a lock is held when a quorum (N/2 + 1) of the masters
- * granted it within its validity.  Used by lw__acquire(), lw__release() and
- * the watchdog when the configuration's topology is LW_TOPO_REDLOCK.
+ * The Redlock backend, over the independent masters of LOCKWEAVE_REDIS_URL
+ * (a comma-separated list): a lock is held when a quorum (N/2 + 1) of the
+ * masters granted it within its validity (see backend.h for the contract).
+ * The fence is always 0: a fence has no safe meaning across independent
+ * masters.
  */
-
-/* Same contract as lw__acquire(); g->fence is 0: a fence has no safe
- * meaning across independent masters. */
-int lw__redlock_acquire(struct lw_gimpl *g);
-
-/* Same contract as lw__release(): delete our token on every master. */
-int lw__redlock_release(struct lw_gimpl *g);
-
-/* Renew l on every master (watchdog thread): 1 renewed on a quorum, 0 lost,
- * -1 no usable answer (retry). */
-int lw__redlock_renew(struct lw_lease *l);
+int lw__redlock_acquire(struct lw_lease *l, const lw_lock_opts *opts,
+                        uint64_t *fence);
+int lw__redlock_release(struct lw_lease *l);
+void lw__redlock_renew(struct lw_lease *const *v, int n, int *results);
 
 #endif

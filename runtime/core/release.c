@@ -1,18 +1,18 @@
-/* Release: stop renewal first, then compare-and-delete our token and tell
- * the next waiter in the same script. */
+/* Release: compare-and-delete our token and tell the next waiter in the same
+ * script.  The guard has stopped the lease's renewal before: a PEXPIRE in
+ * flight after our DEL could otherwise extend a key someone else just
+ * created. */
 #include <lockweave.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "base/clock.h"
 #include "base/config.h"
-#include "core/guard.h"
-#include "core/keynames.h"
 #include "base/log.h"
-#include "core/redlock.h"
+#include "core/keynames.h"
+#include "core/queue.h"
 #include "core/scripts.h"
 #include "core/send.h"
-#include "core/watchdog.h"
 
 /* ran_out: the lease's end had passed by our clock when we sent the
  * release.  The key may still have been ours in Redis (its TTL started when
@@ -20,13 +20,13 @@
  * lw_still_held() == 0, and with max_renew used up the watchdog would have
  * declared it lost at that moment had it had its turn: the same answer
  * whichever thread gets there first. */
-static int verdict(struct lw_gimpl *g, long long result, int replayed,
-                   int ran_out)
+static int release_verdict(struct lw_lease *l, long long result, int replayed,
+                           int ran_out)
 {
     const char *why;
 
     if (result == 1 || result == 2) {
-        if (lw__lease_lost(&g->lease))
+        if (lw__lease_lost(l))
             return LW_ELOST; /* the watchdog said so, and logged it */
         if (!ran_out)
             return LW_OK;
@@ -34,27 +34,27 @@ static int verdict(struct lw_gimpl *g, long long result, int replayed,
     }
     /* A replayed release whose first attempt deleted the key reads "gone":
      * while our lease was still valid, that is our own delete. */
-    if (result == 0 && replayed && lw__now_ms() < g->lease.valid_until_ms)
+    if (result == 0 && replayed && lw__now_ms() < l->valid_until_ms)
         return LW_OK;
     why = result == 0 ? "the lease had expired" : "another owner holds it";
-    lw__log(LW_LOG_WARN, "lock %.*s lost before release: %s", (int)g->keylen,
-            g->key, why);
-    lw__lease_mark_lost(&g->lease);
+    lw__log(LW_LOG_WARN, "lock %.*s lost before release: %s", (int)l->keylen,
+            l->key, why);
+    lw__lease_mark_lost(l);
     return LW_ELOST;
 }
 
-int lw__release_script(struct lw_gimpl *g, const struct lw_names *n,
-                       int64_t deadline_us, redisReply **r, int *replayed)
+int lw__queue_release_script(const struct lw_lease *l, const struct lw_names *n,
+                             int64_t deadline_us, redisReply **r, int *replayed)
 {
-    const struct lw_settings *s = g->lease.cfg;
+    const struct lw_settings *s = l->cfg;
     char handoff[16], receipt[16];
     const char *argv[] = {
-        g->key,  n->queue, n->fence, g->lease.token, LW_WAITER_KEYS_MS,
+        l->key,  n->queue, n->fence, l->token, LW_WAITER_KEYS_MS,
         handoff, n->alive, receipt};
-    size_t lens[] = {g->keylen,
+    size_t lens[] = {l->keylen,
                      n->queuelen,
                      n->fencelen,
-                     (size_t)g->lease.toklen,
+                     (size_t)l->toklen,
                      sizeof LW_WAITER_KEYS_MS - 1,
                      0,
                      n->alivelen,
@@ -73,45 +73,39 @@ int lw__release_script(struct lw_gimpl *g, const struct lw_names *n,
     lens[7] =
         (size_t)snprintf(receipt, sizeof receipt, "%d",
                          2 * (s->connect_timeout_ms + s->command_timeout_ms));
-    rc = lw__target_for(&to, s, g->key, g->keylen);
+    rc = lw__target_for(&to, s, l->key, l->keylen);
     return rc != LW_OK ? rc : lw__send(&to, &q, deadline_us, r, replayed);
 }
 
-int lw__release(struct lw_gimpl *g)
+int lw__queue_release(struct lw_lease *l)
 {
     struct lw_names names;
     redisReply *r = NULL;
-    int rc, replayed = 0, ran_out;
+    int rc, replayed = 0;
+    int ran_out =
+        lw__now_ms() >= __atomic_load_n(&l->valid_until_ms, __ATOMIC_RELAXED);
 
-    /* Cancel renewal before deleting: a PEXPIRE in flight after our DEL
-     * could otherwise extend a key someone else just created. */
-    lw__watchdog_remove(&g->lease);
-    ran_out = lw__now_ms() >=
-              __atomic_load_n(&g->lease.valid_until_ms, __ATOMIC_RELAXED);
-    if (g->lease.cfg->ep.topology == LW_TOPO_REDLOCK)
-        return lw__redlock_release(g);
-    rc = lw__names_init(&names, g->key, g->keylen);
+    rc = lw__names_init(&names, l->key, l->keylen);
     if (rc == LW_OK) {
         /* In a cluster, follow redirections and failovers while the lease
          * may still be ours. */
-        int64_t deadline_us = g->lease.valid_until_ms * 1000;
-        int64_t t =
-            lw__now_us() + (int64_t)g->lease.cfg->command_timeout_ms * 1000;
-        rc = lw__release_script(g, &names, deadline_us > t ? deadline_us : t,
-                                &r, &replayed);
+        int64_t deadline_us = l->valid_until_ms * 1000;
+        int64_t t = lw__now_us() + (int64_t)l->cfg->command_timeout_ms * 1000;
+        rc = lw__queue_release_script(
+            l, &names, deadline_us > t ? deadline_us : t, &r, &replayed);
+        lw__names_free(&names);
     }
     if (rc == LW_OK && r->type == REDIS_REPLY_INTEGER) {
-        rc = verdict(g, r->integer, replayed, ran_out);
+        rc = release_verdict(l, r->integer, replayed, ran_out);
     } else {
         /* The body ran under the lock; only the early unlock failed.  The
          * key ends by its TTL, so waiters are delayed, not endangered. */
         lw__log(LW_LOG_WARN,
                 "could not release lock %.*s (%s); it ends by its TTL",
-                (int)g->keylen, g->key, lw_strerror(rc ? rc : LW_EREDIS));
-        rc = lw__lease_lost(&g->lease) ? LW_ELOST : LW_OK;
+                (int)l->keylen, l->key, lw_strerror(rc ? rc : LW_EREDIS));
+        rc = lw__lease_lost(l) ? LW_ELOST : LW_OK;
     }
     if (r != NULL)
         freeReplyObject(r);
-    lw__names_free(&names);
     return rc;
 }

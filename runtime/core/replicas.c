@@ -12,12 +12,12 @@
 #include <lockweave.h>
 #include <stdio.h>
 
-#include "base/clock.h"
 #include "base/config.h"
-#include "core/keynames.h"
 #include "base/log.h"
+#include "base/result.h"
+#include "core/keynames.h"
+#include "core/queue.h"
 #include "core/send.h"
-#include "topology/route.h"
 
 /*
  * WAIT counts the replicas that have every write of *this connection* so
@@ -27,60 +27,52 @@
  * (always safe: fences only have to increase).  The replication stream is
  * ordered, so a replica that has the INCR has the lock too.
  */
-static int wait_ack(const struct lw_gimpl *g, const struct lw_target *to,
-                    long long *acked)
+static int wait_ack(const struct lw_lease *l, const struct lw_names *names,
+                    const struct lw_target *to, long long *acked)
 {
-    const struct lw_settings *cfg = g->lease.cfg;
-    struct lw_names names;
+    const struct lw_settings *cfg = l->cfg;
     char n[16], t[16];
     const char *wait_argv[] = {"WAIT", n, t};
     size_t wait_lens[] = {4, 0, 0};
-    const char *incr_argv[2] = {"INCR"};
-    size_t incr_lens[2] = {4};
-    struct lw_cmd cmds[2];
+    const char *incr_argv[] = {"INCR", names->fence};
+    size_t incr_lens[] = {4, names->fencelen};
+    struct lw_cmd cmds[] = {{2, incr_argv, incr_lens},
+                            {3, wait_argv, wait_lens}};
     redisReply *r[2];
     int replayed, rc;
 
-    rc = lw__names_init(&names, g->key, g->keylen);
-    if (rc != LW_OK)
-        return rc;
-    incr_argv[1] = names.fence;
-    incr_lens[1] = names.fencelen;
     wait_lens[1] = (size_t)snprintf(n, sizeof n, "%d", cfg->wait_replicas);
     wait_lens[2] = (size_t)snprintf(t, sizeof t, "%d", cfg->wait_timeout_ms);
-    cmds[0] = (struct lw_cmd){2, incr_argv, incr_lens};
-    cmds[1] = (struct lw_cmd){3, wait_argv, wait_lens};
     /* In a cluster WAIT counts the replicas of the key's master. */
     rc = lw__send(to, &(struct lw_request){.cmds = cmds, .ncmds = 2}, 0, r,
                   &replayed);
-    lw__names_free(&names);
-    if (rc == LW_ROUTE_ASKED) /* the slot is moving: cannot tell, give up */
+    if (rc == LW_R_ASKED) /* the slot is moving: cannot tell, give up */
         return LW_EREDIS;
     if (rc != LW_OK)
         return rc;
     *acked = r[1]->type == REDIS_REPLY_INTEGER ? r[1]->integer : -1;
-    freeReplyObject(r[0]);
-    freeReplyObject(r[1]);
+    lw__replies_free(r, 2);
     return LW_OK;
 }
 
-int lw__wait_replicas(struct lw_gimpl *g, const struct lw_target *to)
+int lw__wait_replicas(struct lw_lease *l, const struct lw_names *names,
+                      const struct lw_target *to)
 {
     long long acked = -1;
-    int rc = wait_ack(g, to, &acked);
+    int rc = wait_ack(l, names, to, &acked);
 
-    if (rc == LW_OK && acked >= g->lease.cfg->wait_replicas)
+    if (rc == LW_OK && acked >= l->cfg->wait_replicas)
         return LW_OK;
     if (rc == LW_OK) {
         lw__log(LW_LOG_WARN,
                 "lock %.*s reached %lld of %d replicas within %d ms: given "
                 "back",
-                (int)g->keylen, g->key, acked, g->lease.cfg->wait_replicas,
-                g->lease.cfg->wait_timeout_ms);
+                (int)l->keylen, l->key, acked, l->cfg->wait_replicas,
+                l->cfg->wait_timeout_ms);
         rc = LW_EREPLICAS;
     }
-    /* Give it back (and wake the next waiter); the lease is not yet known to
-     * the watchdog (guard.c detached it before acquiring). */
-    lw__release(g);
+    /* Give it back (and wake the next waiter); the watchdog never saw the
+     * lease. */
+    lw__queue_release(l);
     return rc;
 }

@@ -29,7 +29,7 @@ int lw__target_for(struct lw_target *t, const struct lw_settings *cfg,
 /* Send q to t and read its replies into out (the caller frees them), as
  * lw__conn_run() does.  In a cluster, redirections, failovers and an
  * unreachable node are followed until deadline_us (lw__now_us() time; 0:
- * one command timeout from now), and a pipeline met by ASK is LW_ROUTE_ASKED
+ * one command timeout from now), and a pipeline met by ASK is LW_R_ASKED
  * (see topology/route.h); one server ignores deadline_us, its connection's
  * timeouts bound the call. */
 int lw__send(const struct lw_target *t, const struct lw_request *q,

@@ -1,11 +1,11 @@
+/* lw_shutdown(): every module lets go of what it holds, top down. */
 #include <lockweave.h>
 
 #include "base/config.h"
+#include "core/watchdog.h"
 #include "net/conn.h"
-#include "core/guard.h"
 #include "topology/masters.h"
 #include "topology/route.h"
-#include "core/watchdog.h"
 
 void lw_shutdown(void)
 {
@@ -14,6 +14,5 @@ void lw_shutdown(void)
     lw__route_thread_drop();
     lw__masters_drop();
     lw__route_shutdown();
-    lw__mailbox_reset();
     lw__settings_free_all();
 }

@@ -24,7 +24,7 @@ static int draw_base(struct lw_thread *t)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
-            return LW_EINVAL;
+            return LW_ESYSTEM;
         got += (size_t)n;
     }
     t->token_gen = lw__fork_gen;
@@ -38,7 +38,7 @@ int lw__token_new(char *buf)
     char *p = buf;
 
     if (t->token_gen != lw__fork_gen && draw_base(t) != LW_OK)
-        return LW_EINVAL;
+        return LW_ESYSTEM;
     for (size_t i = 0; i < sizeof t->token_base; i++) {
         *p++ = hex[t->token_base[i] >> 4];
         *p++ = hex[t->token_base[i] & 15];

@@ -7,9 +7,10 @@
  * each length gets a FIFO (O(1) to queue, pop and cancel).  Events out of
  * that order — a lease's end once max_renew ran out, a retry after a failed
  * round trip — go to a binary min-heap ordered by due time.  Due renewals go
- * out together, as one script call on the watchdog's own connection (one round
- * trip and one Lua call for the batch). A lease out of renewals (max_renew)
- * gets one last event at the end of its validity, where it is marked lost.
+ * out together, each backend's in one call (backend.h; the queue backend's
+ * is one script per server, on the watchdog thread's own connection).  A
+ * lease out of renewals (max_renew) gets one last event at the end of its
+ * validity, where it is marked lost.
  */
 #include "core/watchdog.h"
 
@@ -22,25 +23,20 @@
 #include "base/clock.h"
 #include "base/config.h"
 #include "base/fork.h"
-#include "net/conn.h"
 #include "base/log.h"
-#include "core/redlock.h"
-#include "core/send.h"
-#include "core/scripts.h"
-#include "topology/slot.h"
 #include "base/stats.h"
 #include "base/thread.h"
+#include "core/backend.h"
 
-#define BATCH_MAX      256
+#define BATCH_MAX      LW_WATCHDOG_BATCH_MAX
 #define BATCH_SLACK_MS 5 /* renew a little early to batch neighbours */
 #define IDLE_WAKE_MS   1000
-#define FIFOS_MAX      16  /* lease lengths with a FIFO of their own */
-#define CLUSTER_TRY_MS 250 /* one renewal's redirects and retries, at most */
+#define FIFOS_MAX      16 /* lease lengths with a FIFO of their own */
 
 /* A heap entry carries its due time: sifting compares inside this one array
  * and never follows a pointer into a lease on some thread's stack (with
  * 10 000 leases those loads were a quarter of the watchdog's time). */
-struct slot {
+struct heap_entry {
     int64_t due_ms;
     struct lw_lease *lease;
 };
@@ -56,22 +52,16 @@ static struct {
     int nfifos;
     pthread_cond_t cond;    /* work for the thread */
     pthread_cond_t settled; /* an in-flight batch finished */
-    struct slot *heap;
+    struct heap_entry *heap;
     int n, cap;
     int started, stopping;
     int64_t sleep_until_ms; /* 0 while awake: adders need not signal */
     pthread_t thread;
-    struct lw_conn *conn;
 } wd = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
-void lw__lease_mark_lost(struct lw_lease *l)
-{
-    __atomic_store_n(&l->lost, 1, __ATOMIC_RELEASE);
-}
 
 static void heap_swap(int a, int b)
 {
-    struct slot t = wd.heap[a];
+    struct heap_entry t = wd.heap[a];
     wd.heap[a] = wd.heap[b];
     wd.heap[b] = t;
     wd.heap[a].lease->heap_idx = a;
@@ -105,7 +95,7 @@ static int heap_push(struct lw_lease *l)
 {
     if (wd.n == wd.cap) {
         int cap = wd.cap ? wd.cap * 2 : 64;
-        struct slot *h = realloc(wd.heap, (size_t)cap * sizeof *h);
+        struct heap_entry *h = realloc(wd.heap, (size_t)cap * sizeof *h);
         if (h == NULL)
             return LW_ENOMEM;
         wd.heap = h;
@@ -232,15 +222,16 @@ static void schedule(struct lw_lease *l, int64_t now)
         l->due_ms = now + (l->expire_ms / 3 ? l->expire_ms / 3 : 1);
 }
 
-/* Settle one lease from its result (1 renewed, 0 not ours, -1 no answer);
- * returns 1 when it stays queued. */
+/* Settle one lease from its result (LW_OK renewed, LW_ELOST not ours,
+ * another code: no answer); returns 1 when it stays queued. */
 static int settle(struct lw_lease *l, int result, int64_t sent_ms, int64_t now)
 {
     if (l->renews_left == 0 && l->due_ms <= now) {
         lease_lost(l, "max_renew renewals used up and the lease ran out");
         return 0;
     }
-    if (result < 0) { /* Redis unreachable: retry until the lease runs out */
+    if (result != LW_OK && result != LW_ELOST) {
+        /* Redis unreachable: retry until the lease runs out. */
         if (now >= l->valid_until_ms) {
             lease_lost(l, "Redis unreachable until the lease ran out");
             return 0;
@@ -250,7 +241,7 @@ static int settle(struct lw_lease *l, int result, int64_t sent_ms, int64_t now)
             l->due_ms = l->valid_until_ms;
         return 1;
     }
-    if (result == 0) {
+    if (result == LW_ELOST) {
         lease_lost(l, "the key expired or belongs to another owner");
         return 0;
     }
@@ -264,100 +255,37 @@ static int settle(struct lw_lease *l, int result, int64_t sent_ms, int64_t now)
     return 1;
 }
 
-/* Renew leases of one cfg and one slot in one script call.  KEYS must share
- * a slot in a cluster, so a batch goes out as one call per slot. */
-static void renew_group(struct lw_lease **batch, const int *pos, int m,
-                        int slot, int *results)
-{
-    static const char *argv[3 * BATCH_MAX]; /* watchdog thread only */
-    static size_t lens[3 * BATCH_MAX];
-    const struct lw_settings *cfg = batch[pos[0]]->cfg;
-    struct lw_target to = {
-        .cfg = cfg, .conn = slot < 0 ? wd.conn : NULL, .slot = slot};
-    struct lw_request q = {.script = &lw__script_renew,
-                           .nkeys = m,
-                           .nargs = 2 * m,
-                           .argv = argv,
-                           .lens = lens};
-    redisReply *r = NULL;
-    int replayed, rc;
-
-    for (int j = 0; j < m; j++) {
-        const struct lw_lease *l = batch[pos[j]];
-        argv[j] = l->key;
-        lens[j] = l->keylen;
-        argv[m + j] = l->token;
-        lens[m + j] = (size_t)l->toklen;
-        argv[2 * m + j] = l->expire_str;
-        lens[2 * m + j] = (size_t)l->expire_len;
-    }
-    rc = lw__send(&to, &q, lw__now_us() + CLUSTER_TRY_MS * 1000, &r, &replayed);
-    if (rc != LW_OK)
-        return;
-    if (r->type == REDIS_REPLY_ARRAY && r->elements == (size_t)m)
-        for (int j = 0; j < m; j++)
-            if (r->element[j]->type == REDIS_REPLY_INTEGER)
-                results[pos[j]] = r->element[j]->integer == 1;
-    freeReplyObject(r);
-}
-
-/* Cluster leases, by configuration then slot, so each group is a run. */
-static struct lw_lease **sort_batch;
-static int slot_of[BATCH_MAX];
-
-static int by_cfg_then_slot(const void *pa, const void *pb)
-{
-    int a = *(const int *)pa, b = *(const int *)pb;
-    const struct lw_settings *ca = sort_batch[a]->cfg, *cb = sort_batch[b]->cfg;
-
-    if (ca != cb)
-        return ca < cb ? -1 : 1;
-    return slot_of[a] - slot_of[b];
-}
-
-/* One script call per (configuration, slot) among the cluster leases. */
-static void renew_cluster(struct lw_lease **batch, int *cpos, int m,
-                          int *results)
-{
-    for (int j = 0; j < m; j++)
-        slot_of[cpos[j]] =
-            lw__key_slot(batch[cpos[j]]->key, batch[cpos[j]]->keylen);
-    sort_batch = batch;
-    qsort(cpos, (size_t)m, sizeof *cpos, by_cfg_then_slot);
-    for (int j = 0; j < m;) {
-        int k = j + 1;
-        while (k < m && batch[cpos[k]]->cfg == batch[cpos[j]]->cfg &&
-               slot_of[cpos[k]] == slot_of[cpos[j]])
-            k++;
-        renew_group(batch, cpos + j, k - j, slot_of[cpos[j]], results);
-        j = k;
-    }
-}
-
-/* Renew every lease of the batch that has renewals left, in one script call
- * (one round trip, one reply, one Lua call for the whole batch; in a cluster
- * one per slot); results[i] is 1, 0, or -1 when Redis gave no usable
+/* Renew every lease of the batch that has renewals left, each backend's
+ * leases in one call (the queue backend sends one script per server or
+ * cluster slot: one round trip and one Lua call for many leases).
+ * results[i]: LW_OK renewed, LW_ELOST not ours, another code: no usable
  * answer. */
 static void send_batch(struct lw_lease **batch, int n, int *results)
 {
-    static int pos[BATCH_MAX], cpos[BATCH_MAX]; /* watchdog thread only */
-    int m = 0, cm = 0;
+    /* Watchdog thread only. */
+    static struct lw_lease *group[BATCH_MAX];
+    static int pos[BATCH_MAX], res[BATCH_MAX];
+    unsigned char done[BATCH_MAX];
 
     for (int i = 0; i < n; i++) {
-        results[i] = batch[i]->renews_left == 0 ? 1 : -1;
-        if (batch[i]->renews_left == 0)
-            continue; /* only its end-of-lease event is due */
-        if (batch[i]->cfg->ep.topology == LW_TOPO_REDLOCK)
-            results[i] = lw__redlock_renew(batch[i]);
-        else if (batch[i]->cfg->ep.topology == LW_TOPO_CLUSTER)
-            cpos[cm++] = i;
-        else
-            pos[m++] = i;
+        /* Out of renewals: only its end-of-lease event is due. */
+        done[i] = batch[i]->renews_left == 0;
+        results[i] = LW_OK;
     }
-    if (m > 0)
-        renew_group(batch, pos, m, -1, results);
-    if (cm > 0)
-        renew_cluster(batch, cpos, cm, results);
+    for (int i = 0; i < n; i++) {
+        int m = 0;
+        if (done[i])
+            continue;
+        for (int j = i; j < n; j++)
+            if (!done[j] && batch[j]->be == batch[i]->be) {
+                done[j] = 1;
+                pos[m] = j;
+                group[m++] = batch[j];
+            }
+        batch[i]->be->renew(group, m, res);
+        for (int j = 0; j < m; j++)
+            results[pos[j]] = res[j];
+    }
 }
 
 /* Take due leases off the heap (mu held); they are marked in flight. */
@@ -418,8 +346,6 @@ static int start_locked(void)
 
     if (wd.started)
         return LW_OK;
-    if (wd.conn == NULL && (wd.conn = lw__conn_new()) == NULL)
-        return LW_ENOMEM;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&wd.cond, &ca);
@@ -427,7 +353,7 @@ static int start_locked(void)
     pthread_condattr_destroy(&ca);
     wd.stopping = 0;
     if (lw__thread_spawn(&wd.thread, watchdog_main, NULL) != 0)
-        return LW_ENOMEM;
+        return LW_ESYSTEM;
     wd.started = 1;
     return LW_OK;
 }
@@ -443,14 +369,13 @@ static void atfork_parent(void)
 }
 
 /* The child has no watchdog thread and holds none of the parent's leases:
- * forget them all; the connection is the parent's socket, closed unused. */
+ * forget them all.  (The thread's connection was the parent's socket; the
+ * child never uses it.) */
 static void atfork_child(void)
 {
     forget_all(NULL);
     wd.started = 0;
     wd.sleep_until_ms = 0;
-    lw__conn_free(wd.conn);
-    wd.conn = NULL;
     pthread_mutex_unlock(&wd.mu);
 }
 
@@ -508,8 +433,6 @@ void lw__watchdog_stop(void)
     pthread_mutex_lock(&wd.mu);
     forget_all("lw_shutdown() stopped its renewal");
     wd.started = 0;
-    lw__conn_free(wd.conn);
-    wd.conn = NULL;
     pthread_cond_destroy(&wd.cond);
     pthread_cond_destroy(&wd.settled);
     pthread_mutex_unlock(&wd.mu);

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
+#include "base/backoff.h"
 #include "base/clock.h"
 #include "base/config.h"
 #include "base/fork.h"
@@ -71,18 +72,19 @@ static void note_failure(struct lw_conn *c, int rc, const char *what)
 {
     char where[256];
     int level = c->failing ? LW_LOG_DEBUG : LW_LOG_WARN;
+    int64_t delay_ms;
 
+    /* A connection's first failure starts the backoff from its minimum. */
+    if (!c->failing)
+        c->backoff = (struct lw_backoff){BACKOFF_MIN_MS, BACKOFF_MAX_MS};
+    delay_ms = lw__backoff_step(&c->backoff);
     lw__url_describe(conn_url(c, lw__settings()), where, sizeof where);
-    lw__log(level, "Redis %s: %s (retrying in %d ms)", where, what,
-            c->backoff_ms ? c->backoff_ms * 2 : BACKOFF_MIN_MS);
+    lw__log(level, "Redis %s: %s (retrying in %lld ms)", where, what,
+            (long long)delay_ms);
     LW_STAT_ADD(redis_errors, 1);
     c->failing = 1;
     c->last_rc = rc;
-    c->backoff_ms = c->backoff_ms ? c->backoff_ms * 2 : BACKOFF_MIN_MS;
-    if (c->backoff_ms > BACKOFF_MAX_MS)
-        c->backoff_ms = BACKOFF_MAX_MS;
-    c->retry_at_ms =
-        lw__now_ms() + c->backoff_ms / 2 + lw__jitter(c->backoff_ms / 2 + 1);
+    c->retry_at_ms = lw__now_ms() + delay_ms;
 }
 
 void lw__conn_fail(struct lw_conn *c, int rc, const char *what)
@@ -175,7 +177,6 @@ int lw__conn_ensure(struct lw_conn *c)
          * connection applies, its backoff included. */
         lw__conn_drop(c);
         c->failing = 0;
-        c->backoff_ms = 0;
         c->cfg_gen = s->gen;
         c->fork_gen = lw__fork_gen;
     }
@@ -211,7 +212,6 @@ int lw__conn_ensure(struct lw_conn *c)
     if (c->failing)
         lw__log(LW_LOG_INFO, "Redis connection restored");
     c->failing = 0;
-    c->backoff_ms = 0;
     c->fresh = 1;
     return LW_OK;
 }

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/backoff.h"
 #include "net/resp.h"
 
 /*
@@ -14,13 +15,13 @@
  */
 struct lw_conn {
     redisContext *ctx;
-    const struct lw_url *url; /* where to; NULL: the configured endpoint
-                                 (the first of LOCKWEAVE_REDIS_URL).  Must
-                                 outlive the connection. */
-    unsigned cfg_gen;         /* lw_settings.gen the context was opened with */
-    unsigned fork_gen;        /* lw__fork_gen the context was opened in */
-    int64_t retry_at_ms;      /* no reconnect attempt before this (backoff) */
-    int backoff_ms;
+    const struct lw_url *url;  /* where to; NULL: the configured endpoint
+                                  (the first of LOCKWEAVE_REDIS_URL).  Must
+                                  outlive the connection. */
+    unsigned cfg_gen;          /* lw_settings.gen the context was opened with */
+    unsigned fork_gen;         /* lw__fork_gen the context was opened in */
+    int64_t retry_at_ms;       /* no reconnect attempt before this (backoff) */
+    struct lw_backoff backoff; /* reconnect delays, in ms */
     int fresh;          /* opened by the current call: no replay on error */
     int failing;        /* last attempt failed: log the recovery */
     int last_rc;        /* why it failed, repeated while backing off */

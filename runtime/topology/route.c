@@ -9,10 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/backoff.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/result.h"
 #include "topology/slotmap.h"
 #include "base/stats.h"
 #include "base/thread.h"
@@ -207,19 +208,6 @@ static enum reply_kind classify(redisReply **out, int n,
     return REPLY_OK;
 }
 
-static void backoff(int64_t *sleep_us, int64_t deadline_us)
-{
-    int64_t left = deadline_us - lw__now_us();
-    int64_t us = *sleep_us < left ? *sleep_us : left;
-
-    if (us > 0) {
-        struct timespec ts = {us / 1000000, (long)(us % 1000000) * 1000};
-        while (nanosleep(&ts, &ts) != 0)
-            ;
-    }
-    *sleep_us = *sleep_us * 2 > RETRY_MAX_US ? RETRY_MAX_US : *sleep_us * 2;
-}
-
 int lw__route_run(const struct lw_settings *s, int slot,
                   const struct lw_request *q, redisReply **out, int *replayed,
                   int64_t deadline_us)
@@ -227,7 +215,8 @@ int lw__route_run(const struct lw_settings *s, int slot,
     int n = lw__request_nreplies(q);
     struct lw_request sent = *q;
     int asking = 0, rc = LW_EREDIS;
-    int64_t sleep_us = RETRY_MIN_US;
+    int64_t left_us, pause_us;
+    struct lw_backoff backoff = {RETRY_MIN_US, RETRY_MAX_US};
     struct lw_url to, target;
     char hostbuf[HOST_MAX];
     int redirected = 0;
@@ -282,7 +271,7 @@ int lw__route_run(const struct lw_settings *s, int slot,
         case REPLY_ASK:
             lw__replies_free(out, n);
             if (q->script == NULL)
-                return LW_ROUTE_ASKED;
+                return LW_R_ASKED;
             target = to;
             redirected = 1;
             asking = 1;
@@ -293,9 +282,11 @@ int lw__route_run(const struct lw_settings *s, int slot,
             break;
         }
     retry:
-        if (lw__now_us() >= deadline_us)
+        left_us = deadline_us - lw__now_us();
+        if (left_us <= 0)
             return rc;
-        backoff(&sleep_us, deadline_us);
+        pause_us = lw__backoff_step(&backoff);
+        lw__sleep_us(pause_us < left_us ? pause_us : left_us);
     }
 }
 

@@ -23,15 +23,13 @@
  * Same results as lw__conn_run() (with LW_REQ_RAW_ERRORS, an error reply
  * that is neither a redirection nor worth retrying comes back in out with
  * LW_OK, logged), plus
- * LW_ROUTE_ASKED for a pipeline met by ASK: its commands are separate, and
- * ASKING each on the importing node could create there a key (the fence
- * counter) that still lives on the migrating one, so the caller re-sends
+ * LW_R_ASKED (base/result.h) for a pipeline met by ASK: its commands are
+ * separate, and ASKING each on the importing node could create there a key (the
+ * fence counter) that still lives on the migrating one, so the caller re-sends
  * the work as one script instead, which Redis redirects as a whole.
  * *replayed is set when a request may have run on a node that then became
  * unreachable.
  */
-#define LW_ROUTE_ASKED 1
-
 int lw__route_run(const struct lw_settings *s, int slot,
                   const struct lw_request *q, redisReply **out, int *replayed,
                   int64_t deadline_us);

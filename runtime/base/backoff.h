@@ -1,0 +1,22 @@
+#ifndef LW_BACKOFF_H
+#define LW_BACKOFF_H
+
+#include <stdint.h>
+
+/* Sleep us microseconds (nothing if us <= 0); a signal does not cut it
+ * short, the rest is slept. */
+void lw__sleep_us(int64_t us);
+
+/*
+ * Exponential backoff with jitter, for every retry loop of the library:
+ * each step is uniformly spread over [next/2, next], so clients that failed
+ * together do not retry together, then next doubles up to max.
+ */
+struct lw_backoff {
+    int64_t next, max; /* any unit: microseconds or milliseconds */
+};
+
+/* The delay before the next retry. */
+int64_t lw__backoff_step(struct lw_backoff *b);
+
+#endif

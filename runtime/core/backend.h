@@ -1,0 +1,31 @@
+#ifndef LW_BACKEND_H
+#define LW_BACKEND_H
+
+#include <lockweave.h>
+#include <stdint.h>
+
+#include "core/lease.h"
+
+/*
+ * How locks are taken, kept and given back on one kind of deployment: the
+ * queue protocol on one server or a Redis Cluster (acquire.c, release.c,
+ * renew.c), or Redlock over independent masters (redlock.c).  The guard
+ * and the watchdog see only this.
+ */
+struct lw_backend {
+    /* Take l (from lw__lease_init()), waiting up to opts->wait_ms.  LW_OK
+     * with l->token, l->valid_until_ms and *fence set, or why not. */
+    int (*acquire)(struct lw_lease *l, const lw_lock_opts *opts,
+                   uint64_t *fence);
+    /* Give l back (its watchdog renewals already stopped): LW_OK, or
+     * LW_ELOST when it was not ours any more. */
+    int (*release)(struct lw_lease *l);
+    /* Renew v[0..n) (watchdog thread): results[i] LW_OK renewed, LW_ELOST
+     * not ours any more, another code when no usable answer came. */
+    void (*renew)(struct lw_lease *const *v, int n, int *results);
+};
+
+/* The backend for cfg's topology. */
+const struct lw_backend *lw__backend_for(const struct lw_settings *cfg);
+
+#endif

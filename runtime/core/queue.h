@@ -1,0 +1,29 @@
+#ifndef LW_QUEUE_H
+#define LW_QUEUE_H
+
+#include <hiredis/hiredis.h>
+#include <lockweave.h>
+#include <stdint.h>
+
+#include "core/lease.h"
+
+/*
+ * The queue backend: one server or a Redis Cluster, waiters queued fairly
+ * in Redis and handed the lock on release (see backend.h for the contract;
+ * scripts.c for what runs on the server).
+ */
+struct lw_names;
+
+int lw__queue_acquire(struct lw_lease *l, const lw_lock_opts *opts,
+                      uint64_t *fence);
+int lw__queue_release(struct lw_lease *l);
+void lw__queue_renew(struct lw_lease *const *v, int n, int *results);
+
+/* The release script for l's token (names: its companion keys), following
+ * cluster redirections until deadline_us.  LW_OK with *r the reply (caller
+ * frees). */
+int lw__queue_release_script(const struct lw_lease *l,
+                             const struct lw_names *names, int64_t deadline_us,
+                             redisReply **r, int *replayed);
+
+#endif

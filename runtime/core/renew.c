@@ -1,0 +1,97 @@
+/* The queue backend's renewals: many leases per script call, one call per
+ * configuration and server (per slot in a cluster: a script's keys must
+ * share one).  Runs on the watchdog thread only, which owns the static
+ * buffers below. */
+#include <lockweave.h>
+#include <stdlib.h>
+
+#include "base/clock.h"
+#include "base/config.h"
+#include "core/queue.h"
+#include "core/scripts.h"
+#include "core/send.h"
+#include "core/watchdog.h"
+#include "topology/slot.h"
+
+#define RENEW_TRY_MS 250 /* one call's cluster redirects and retries, at most  \
+                          */
+
+static struct lw_lease *const *sort_v;
+static int slot_of[LW_WATCHDOG_BATCH_MAX];
+
+/* Renew v[pos[0..m)] (one cfg, one server or slot) in one script call:
+ * results LW_OK, LW_ELOST, or left alone when no usable answer came. */
+static void renew_group(struct lw_lease *const *v, const int *pos, int m,
+                        int *results)
+{
+    static const char *argv[3 * LW_WATCHDOG_BATCH_MAX];
+    static size_t lens[3 * LW_WATCHDOG_BATCH_MAX];
+    const struct lw_lease *first = v[pos[0]];
+    struct lw_request q = {.script = &lw__script_renew,
+                           .nkeys = m,
+                           .nargs = 2 * m,
+                           .argv = argv,
+                           .lens = lens};
+    struct lw_target to;
+    redisReply *r = NULL;
+    int replayed, rc;
+
+    for (int j = 0; j < m; j++) {
+        const struct lw_lease *l = v[pos[j]];
+        argv[j] = l->key;
+        lens[j] = l->keylen;
+        argv[m + j] = l->token;
+        lens[m + j] = (size_t)l->toklen;
+        argv[2 * m + j] = l->expire_str;
+        lens[2 * m + j] = (size_t)l->expire_len;
+    }
+    /* On the watchdog thread, the thread's connection is the watchdog's
+     * own: a renewal never waits behind a guarded thread's BLPOP. */
+    rc = lw__target_for(&to, first->cfg, first->key, first->keylen);
+    if (rc == LW_OK)
+        rc = lw__send(&to, &q, lw__now_us() + RENEW_TRY_MS * 1000, &r,
+                      &replayed);
+    if (rc != LW_OK)
+        return;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == (size_t)m)
+        for (int j = 0; j < m; j++)
+            if (r->element[j]->type == REDIS_REPLY_INTEGER)
+                results[pos[j]] =
+                    r->element[j]->integer == 1 ? LW_OK : LW_ELOST;
+    freeReplyObject(r);
+}
+
+static int by_cfg_then_slot(const void *pa, const void *pb)
+{
+    int a = *(const int *)pa, b = *(const int *)pb;
+    const struct lw_settings *ca = sort_v[a]->cfg, *cb = sort_v[b]->cfg;
+
+    if (ca != cb)
+        return ca < cb ? -1 : 1;
+    return slot_of[a] - slot_of[b];
+}
+
+void lw__queue_renew(struct lw_lease *const *v, int n, int *results)
+{
+    static int pos[LW_WATCHDOG_BATCH_MAX];
+
+    /* By configuration, then slot (one server: all in slot -1), so that
+     * each group is a run. */
+    for (int i = 0; i < n; i++) {
+        results[i] = LW_EREDIS;
+        pos[i] = i;
+        slot_of[i] = v[i]->cfg->ep.topology == LW_TOPO_CLUSTER
+                         ? lw__key_slot(v[i]->key, v[i]->keylen)
+                         : -1;
+    }
+    sort_v = v;
+    qsort(pos, (size_t)n, sizeof *pos, by_cfg_then_slot);
+    for (int j = 0; j < n;) {
+        int k = j + 1;
+        while (k < n && v[pos[k]]->cfg == v[pos[j]]->cfg &&
+               slot_of[pos[k]] == slot_of[pos[j]])
+            k++;
+        renew_group(v, pos + j, k - j, results);
+        j = k;
+    }
+}
