@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # ./test.sh: install what is missing, build lockweave with warnings as
 # errors, run the whole test suite (every test starts its own redis-server).
-# With CI=true, four more passes (about 3 minutes on 2 cores, see README):
-#   build/sanitize  ASan + UBSan: the runtime, generator and fuzz-corpus tests
+# With CI=true, four more passes after it (docs/testing.md):
+#   build/sanitize  ASan + UBSan: every test but the install test and runtime_fork
 #   build/fuzz      every libFuzzer target for LW_CI_FUZZ_SECONDS (20) each
-#   build/tsan      ThreadSanitizer (clang): the runtime tests
-#   build/memcheck  valgrind memcheck: the runtime tests
+#   build/tsan      ThreadSanitizer (clang): the runtime, cluster and fuzz-corpus tests
+#   build/memcheck  valgrind memcheck: the same, but for the few left out below
 # Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/paired.sh DRIVER HANDWRITTEN OUT.jsonl ROUNDS [--quick]
 #
-# Paired rounds for the ratios of issue 5.  On this shared 2-core VM the
+# Paired rounds for lockweave's ratios (docs/benchmarks.md).  On a shared VM the
 # host's speed can change two- or threefold within seconds, so one run of each
 # implementation, minutes apart (as in the harness's own loop), can put the
 # two sides of a ratio on different machines.  Here lockweave, the

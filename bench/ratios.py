@@ -5,7 +5,8 @@ Usage: ratios.py PEERS.jsonl [--paired PAIRED.jsonl]
   (writes chart.dat beside PEERS.jsonl for chart.gp)
 With --paired, also each ratio per round of bench/paired.sh (the two sides
 run back to back) and their median and range.
-Targets are issue 5's; a ratio is measured, never asserted.
+Targets are the project's (docs/benchmarks.md); a ratio is measured, never
+asserted.
 """
 import json
 import os

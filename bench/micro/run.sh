@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/micro/run.sh [--quick] — lockweave's own micro-benchmarks (issue 5).
+# bench/micro/run.sh [--quick] — lockweave's own micro-benchmarks.
 #
 #   1. re-entering a held lock (ns per pair; Redis must see no command)
 #   2. wake-up latency, release -> next waiter's return (thread, process)

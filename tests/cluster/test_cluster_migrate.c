@@ -4,8 +4,8 @@
  * lockweave meets ASK (keys already moved), TRYAGAIN (a script's keys split
  * between the nodes) and, once done, MOVED.  Mutual exclusion, exact
  * counters and increasing fences must hold throughout, with no failed call.
- * No node goes away, so following a redirection never fails to connect
- * (MOVED's address was once misread as "<slot> <host>").
+ * No node goes away, so following a redirection never fails to connect:
+ * a failure there means MOVED's "<slot> <host>:<port>" was misread.
  */
 #include <lockweave.h>
 #include <pthread.h>

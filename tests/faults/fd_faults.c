@@ -72,9 +72,9 @@ static long long kill_type(struct fd_run *r, const char *type)
 
 /* Every connection of the workers closed by the server: lock threads' (a
  * waiter's, blocked in BLPOP on its mailbox, too) and watchdogs', all TYPE
- * normal.  TYPE pubsub finds none since the runtime dropped pub/sub
- * (23f50b9); still killed, so a pub/sub connection coming back would be
- * killed too, and its count ("killed=normal+pubsub") should stay 0. */
+ * normal.  The runtime opens no pub/sub connection, so TYPE pubsub finds
+ * none; it is killed anyway, so that one would be noticed, and its count
+ * ("killed=normal+pubsub") should stay 0. */
 static int client_kill(struct fd_run *r)
 {
     char detail[64];
@@ -218,7 +218,7 @@ const struct fd_case fd_cases[] = {
     {"client-pause", 0, 0, FW_GUARDED, 1, client_pause, 1500, FD_EXPECT_CLEAN},
     {"holder-pause", 0, 0, FW_GUARDED, 1, holder_pause, 1000, FD_EXPECT_CLEAN},
     {"holder-kill", 0, 0, FW_GUARDED, 1, holder_kill, 1000, FD_EXPECT_CLEAN},
-    /* Found the "stale hand-off grant" (fixed in f433703; README.md). */
+    /* Late hand-off messages: see regress_stale_grant.c and README.md. */
     {"latency", 0, 1, FW_GUARDED, 1, latency, 1500, FD_EXPECT_CLEAN},
     /* The checker's self-tests: these must be caught. */
     {"selftest-unguarded", 0, 0, FW_UNGUARDED, 1, NULL, 0, FD_EXPECT_OVERLAP},

@@ -1,5 +1,5 @@
 /*
- * lw_faults: the fault-injection driver (issue #6).
+ * lw_faults: the fault-injection driver.
  *
  *   lw_faults --case NAME [--seconds S | --soak MINUTES] [--procs P]
  *             [--threads T] [--keys K] [--out DIR] [--results FILE]

@@ -1,7 +1,8 @@
 /*
- * Regression test for the "stale hand-off grant" (found by the latency
- * fault case, fixed in f433703: a hand-off message is now a hint, confirmed
- * on the lock itself before the body runs).
+ * Regression test for a stale hand-off grant: a hand-off message read after
+ * the lease it granted ran out must not let its waiter in.  A grant is a
+ * hint, confirmed on the lock itself before the body runs unless it is
+ * fresh (see runtime/core/acquire.c, fresh_grant()).
  *
  * The story, driven by state (no timing is asserted):
  *  1. we hold k; a child process queues for k;
@@ -12,9 +13,8 @@
  *     we take k again: we are the holder now;
  *  4. the child continues (SIGCONT) while we hold k, and its BLPOP reads
  *     that grant.
- * The child must keep waiting until we leave.  Before the fix it read the
- * old grant and entered its body beside us with the old fence, and
- * lw_still_held() told it 1.  Exit status 1: that happened again.
+ * The child must keep waiting until we leave.  Exit status 1: it took the
+ * old grant and entered its body beside us with the old fence.
  */
 #include "fw_shared.h"
 #include "redis_harness.h"

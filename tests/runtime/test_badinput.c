@@ -239,8 +239,8 @@ static void binary_and_braces(void)
     }
 }
 
-/* The helper names of a lock with a hash tag are "K:fence", "K:q", ...
- * (README); those are also the lock names of other user keys.  Locking
+/* A lock's helper names start with '{' ("{1}lock:t{1}:fence" for "t{1}",
+ * docs/protocol.md), so none is the lock name of another user key.  Locking
  * "t{1}" and then "t{1}:fence" — two different keys — must give two
  * independent locks. */
 static void helper_names_are_not_lock_names(void)
