@@ -1,7 +1,6 @@
 /* Uncontended acquire + release rate, one thread, one key, loopback Redis:
- * printed for the record (the issue asks for the number).  Asserted only
- * that every call succeeded and that each took one round trip's worth of
- * time at most in the median, loosely. */
+ * printed for the record.  Asserted only that every call succeeded and that
+ * each took one round trip's worth of time at most in the median, loosely. */
 #include "util.h"
 
 #include <stdlib.h>
