@@ -40,9 +40,35 @@ void lw_set_logger(lw_log_fn fn, void *ud, int min_level)
     pthread_mutex_unlock(&log_mu);
 }
 
+/* msg with every byte outside printable ASCII as \xNN and '\' doubled:
+ * keys, replies and error texts come from users and servers, and a
+ * newline or a terminal escape in one must not forge or hide a log line. */
+static void escape(const char *msg, char *out, size_t cap)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t n = 0;
+
+    for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+        if (n + 5 > cap)
+            break;
+        if (*p == '\\') {
+            out[n++] = '\\';
+            out[n++] = '\\';
+        } else if (*p >= 0x20 && *p < 0x7f) {
+            out[n++] = (char)*p;
+        } else {
+            out[n++] = '\\';
+            out[n++] = 'x';
+            out[n++] = hex[*p >> 4];
+            out[n++] = hex[*p & 15];
+        }
+    }
+    out[n] = '\0';
+}
+
 void lw__log(int level, const char *fmt, ...)
 {
-    char msg[512];
+    char msg[512], line[4 * sizeof msg];
     va_list ap;
 
     pthread_once(&log_once, log_init_from_env);
@@ -53,11 +79,12 @@ void lw__log(int level, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    escape(msg, line, sizeof line);
 
     pthread_mutex_lock(&log_mu);
     if (log_fn != NULL)
-        log_fn(level, msg, log_ud);
+        log_fn(level, line, log_ud);
     else
-        fprintf(stderr, "lockweave: %s: %s\n", level_names[level], msg);
+        fprintf(stderr, "lockweave: %s: %s\n", level_names[level], line);
     pthread_mutex_unlock(&log_mu);
 }

@@ -7,6 +7,7 @@
  * the owner — the outermost guard of that key — leaves.
  */
 #include <lockweave.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/clock.h"
@@ -17,7 +18,6 @@
 #include "base/thread.h"
 #include "core/backend.h"
 #include "core/guard.h"
-#include "core/keybuf.h"
 #include "core/watchdog.h"
 
 void lw_guard_init(lw_guard *gu, const lw_lock_opts *opts)
@@ -39,6 +39,16 @@ void lw_guard_init(lw_guard *gu, const lw_lock_opts *opts)
     g->fence = 0;
     g->lease.lost = 0;
     g->key_start = g->keylen;
+}
+
+/* Free a key that grew onto the heap (keybuf.c); the key is empty again. */
+static void key_free(struct lw_gimpl *g)
+{
+    if (g->key != g->inline_key)
+        free(g->key);
+    g->key = g->inline_key;
+    g->keycap = sizeof g->inline_key;
+    g->keylen = 0;
 }
 
 static struct lw_gimpl *find_owner(struct lw_thread *t, struct lw_gimpl *g)
@@ -72,7 +82,7 @@ static void unlink_guard(struct lw_thread *t, struct lw_gimpl *g)
 static int finish(struct lw_thread *t, struct lw_gimpl *g, int rc)
 {
     g->state = LW_G_DONE;
-    lw__key_free(g);
+    key_free(g);
     t->last_error = rc;
     return rc;
 }
@@ -102,7 +112,8 @@ static int own(struct lw_thread *t, struct lw_gimpl *g)
     lw__fork_init();
     if (cfg->error != LW_OK)
         return cfg->error;
-    lw__lease_init(&g->lease, cfg, g->key, g->keylen, &g->opts);
+    lw__lease_init(&g->lease, lw__backend_for(cfg), cfg, g->key, g->keylen,
+                   &g->opts);
     rc = g->lease.be->acquire(&g->lease, &g->opts, &g->fence);
     if (rc != LW_OK)
         return rc;
@@ -191,7 +202,7 @@ void lw_guard_discard(lw_guard *gu)
     struct lw_gimpl *g = lw__gimpl(gu);
 
     if (g->state == LW_G_INIT || g->state == LW_G_DONE) {
-        lw__key_free(g);
+        key_free(g);
         g->state = LW_G_DONE;
     }
 }

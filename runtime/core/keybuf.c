@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/keybuf.h"
+#include "core/guard.h"
 
 static int reserve(struct lw_gimpl *g, size_t extra)
 {
@@ -80,13 +80,4 @@ void lw_guard_key_i64(lw_guard *gu, int64_t v)
         return;
     }
     lw_guard_key_u64(gu, (uint64_t)v);
-}
-
-void lw__key_free(struct lw_gimpl *g)
-{
-    if (g->key != g->inline_key)
-        free(g->key);
-    g->key = g->inline_key;
-    g->keycap = sizeof g->inline_key;
-    g->keylen = 0;
 }

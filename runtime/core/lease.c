@@ -3,13 +3,12 @@
 
 #include <stdio.h>
 
-#include "core/backend.h"
-
-void lw__lease_init(struct lw_lease *l, const struct lw_settings *cfg,
-                    const char *key, size_t keylen, const lw_lock_opts *opts)
+void lw__lease_init(struct lw_lease *l, const struct lw_backend *be,
+                    const struct lw_settings *cfg, const char *key,
+                    size_t keylen, const lw_lock_opts *opts)
 {
     l->cfg = cfg;
-    l->be = lw__backend_for(cfg);
+    l->be = be;
     l->key = key;
     l->keylen = keylen;
     l->toklen = 0;

@@ -40,10 +40,12 @@ struct lw_lease {
     int lost;                     /* atomic: set once, by watchdog or release */
 };
 
-/* Prepare l for taking key (not copied: it must outlive l) under cfg with
- * opts: its backend, lease length, renewals; known to no watchdog queue. */
-void lw__lease_init(struct lw_lease *l, const struct lw_settings *cfg,
-                    const char *key, size_t keylen, const lw_lock_opts *opts);
+/* Prepare l for taking key (not copied: it must outlive l) through be
+ * under cfg with opts: lease length, renewals; known to no watchdog
+ * queue. */
+void lw__lease_init(struct lw_lease *l, const struct lw_backend *be,
+                    const struct lw_settings *cfg, const char *key,
+                    size_t keylen, const lw_lock_opts *opts);
 
 /* The lease is lost (expired, evicted, another owner's): set once, read by
  * the locking thread (lw_still_held(), release) and the watchdog. */

@@ -13,8 +13,9 @@
 #include "core/watchdog.h"
 #include "topology/slot.h"
 
-#define RENEW_TRY_MS 250 /* one call's cluster redirects and retries, at most  \
-                          */
+#define RENEW_TRY_MS                                                           \
+    250 /* one call's cluster redirects and retries, at most                   \
+         */
 
 static struct lw_lease *const *sort_v;
 static int slot_of[LW_WATCHDOG_BATCH_MAX];

@@ -474,6 +474,14 @@ static void make_warnings(void)
     freeReplyObject(rh_cmd(&srv, "DEL lock:lost-del"));
     CHECK_RC(lw_guard_leave(&g), LW_ELOST);
 
+    /* A key holding a newline and a terminal escape, lost: its warning
+     * names it escaped, on one line. */
+    CHECK_RC(lock_str(&g, "evil\nlockweave: error: forged\x1b[2K", 5000, 0),
+             LW_OK);
+    freeReplyObject(
+        rh_cmd(&srv, "DEL %s", "lock:evil\nlockweave: error: forged\x1b[2K"));
+    CHECK_RC(lw_guard_leave(&g), LW_ELOST);
+
     CHECK_RC(lock_str(&g, "lost-taken", 600, 0), LW_OK);
     token_of("lost-taken");
     freeReplyObject(rh_cmd(&srv, "SET lock:lost-taken intruder PX 5000"));
@@ -544,6 +552,13 @@ static void nothing_secret_logged(void)
     CHECK(logged("AUTH refused", LW_LOG_WARN, 0) > 0);
     CHECK(logged("Redis URL", LW_LOG_WARN, 0) > 0);
     CHECK(logged("lost", LW_LOG_WARN, 0) > 0);
+    /* Untrusted bytes are escaped: no line holds a control character. */
+    CHECK(logged("evil\\x0alockweave: error: forged\\x1b[2K", LW_LOG_WARN, 0) >
+          0);
+    for (int i = 0; i < nlines; i++)
+        for (const char *p = lines[i].msg; *p; p++)
+            CHECK_MSG((unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7f,
+                      "log line %d holds byte 0x%02x", i, (unsigned char)*p);
 
     int n =
         logged(ADMIN_PW, LW_LOG_DEBUG, 1) + logged(ALICE_PW, LW_LOG_DEBUG, 1);
