@@ -4,6 +4,7 @@
  * GCC-only options, plus what the scan itself needs.
  */
 #include "args.h"
+#include "json.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -177,113 +178,6 @@ void flags_filter(lw_argv *out, char *const *in, int n, const char *dir,
 
 /* ---- compile_commands.json -------------------------------------------- */
 
-typedef struct jp {
-    const char *p, *e;
-} jp;
-
-static void jws(jp *j)
-{
-    while (j->p < j->e && isspace((unsigned char)*j->p))
-        j->p++;
-}
-
-/* A JSON string into b (NULL: skip).  0 or -1. */
-static int jstr(jp *j, lw_buf *b)
-{
-    jws(j);
-    if (j->p >= j->e || *j->p != '"')
-        return -1;
-    j->p++;
-    while (j->p < j->e && *j->p != '"') {
-        char c = *j->p++;
-        if (c == '\\' && j->p < j->e) {
-            c = *j->p++;
-            if (escape_char(c) >= 0)
-                c = (char)escape_char(c);
-            switch (c) {
-            case 'u': {
-                unsigned v = 0;
-                for (int k = 0; k < 4 && j->p < j->e; k++)
-                    v = v * 16 +
-                        (unsigned)(isdigit((unsigned char)*j->p)
-                                       ? *j->p - '0'
-                                       : (tolower((unsigned char)*j->p) - 'a' +
-                                          10)),
-                    j->p++;
-                /* Paths and flags are ASCII in practice; keep BMP as UTF-8. */
-                if (b) {
-                    if (v < 0x80)
-                        buf_putc(b, (char)v);
-                    else if (v < 0x800) {
-                        buf_putc(b, (char)(0xc0 | (v >> 6)));
-                        buf_putc(b, (char)(0x80 | (v & 0x3f)));
-                    } else {
-                        buf_putc(b, (char)(0xe0 | (v >> 12)));
-                        buf_putc(b, (char)(0x80 | ((v >> 6) & 0x3f)));
-                        buf_putc(b, (char)(0x80 | (v & 0x3f)));
-                    }
-                }
-                continue;
-            }
-            default:
-                break; /* \" \\ \/ */
-            }
-        }
-        if (b)
-            buf_putc(b, c);
-    }
-    if (j->p >= j->e)
-        return -1;
-    j->p++;
-    if (b)
-        buf_put(b, "", 0);
-    return 0;
-}
-
-/* Skip any JSON value. */
-static int jskip(jp *j)
-{
-    jws(j);
-    if (j->p >= j->e)
-        return -1;
-    if (*j->p == '"')
-        return jstr(j, NULL);
-    if (*j->p == '[' || *j->p == '{') {
-        char close = *j->p == '[' ? ']' : '}';
-        j->p++;
-        jws(j);
-        if (j->p < j->e && *j->p == close) {
-            j->p++;
-            return 0;
-        }
-        for (;;) {
-            if (close == '}') {
-                if (jstr(j, NULL) != 0)
-                    return -1;
-                jws(j);
-                if (j->p >= j->e || *j->p++ != ':')
-                    return -1;
-            }
-            if (jskip(j) != 0)
-                return -1;
-            jws(j);
-            if (j->p < j->e && *j->p == ',') {
-                j->p++;
-                continue;
-            }
-            if (j->p < j->e && *j->p == close) {
-                j->p++;
-                return 0;
-            }
-            return -1;
-        }
-    }
-    while (j->p < j->e && (isalnum((unsigned char)*j->p) || *j->p == '-' ||
-                           *j->p == '+' || *j->p == '.'))
-        j->p++;
-    return 0;
-}
-
 /* Split a shell command line the way compile_commands.json writers quote. */
 static void split_command(const char *s, lw_argv *out)
 {
@@ -333,6 +227,77 @@ static void split_command(const char *s, lw_argv *out)
     buf_free(&w);
 }
 
+/* One entry of the database.  1 when it is input_abs's (its filtered flags
+ * appended to out), 0 when another file's, -1 when malformed. */
+static int compdb_entry(lw_json *j, const char *input_abs, lw_argv *out)
+{
+    lw_buf dir = {0}, file = {0}, cmd = {0}, full = {0};
+    lw_argv args = {0};
+    char *abs = NULL;
+    int rc = -1, have_args = 0, c;
+
+    if (!json_eat(j, '{'))
+        goto cleanup;
+    while ((c = json_peek(j)) >= 0 && c != '}') {
+        lw_buf key = {0};
+        int r;
+        if (json_string(j, &key) != 0 || !json_eat(j, ':')) {
+            buf_free(&key);
+            goto cleanup;
+        }
+        if (strcmp(key.p, "directory") == 0)
+            r = json_string(j, &dir);
+        else if (strcmp(key.p, "file") == 0)
+            r = json_string(j, &file);
+        else if (strcmp(key.p, "command") == 0)
+            r = json_string(j, &cmd);
+        else if (strcmp(key.p, "arguments") == 0) {
+            have_args = 1;
+            r = json_eat(j, '[') ? 0 : -1;
+            while (!r && (c = json_peek(j)) >= 0 && c != ']') {
+                lw_buf a = {0};
+                r = json_string(j, &a);
+                if (!r)
+                    argv_push(&args, a.p ? a.p : "");
+                buf_free(&a);
+                json_eat(j, ',');
+            }
+            if (!r)
+                json_eat(j, ']');
+        } else
+            r = json_skip(j);
+        buf_free(&key);
+        if (r != 0)
+            goto cleanup;
+        json_eat(j, ',');
+    }
+    if (!json_eat(j, '}'))
+        goto cleanup;
+    rc = 0;
+    if (!file.p)
+        goto cleanup;
+    if (file.p[0] != '/' && dir.p)
+        buf_printf(&full, "%s/", dir.p);
+    buf_puts(&full, file.p);
+    abs = path_absolute(full.p);
+    if (strcmp(abs, input_abs) != 0)
+        goto cleanup;
+    if (!have_args && cmd.p)
+        split_command(cmd.p, &args);
+    /* args[0] is the compiler. */
+    if (args.n > 0)
+        flags_filter(out, args.v + 1, args.n - 1, dir.p, file.p);
+    rc = 1;
+cleanup:
+    free(abs);
+    buf_free(&full);
+    buf_free(&dir);
+    buf_free(&file);
+    buf_free(&cmd);
+    argv_free(&args);
+    return rc;
+}
+
 int compdb_flags(const char *build_dir, const char *input_abs, lw_argv *out)
 {
     lw_buf path = {0}, text = {0};
@@ -342,106 +307,17 @@ int compdb_flags(const char *build_dir, const char *input_abs, lw_argv *out)
         fprintf(stderr, "lockweave-gen: error: cannot read %s\n", path.p);
         goto cleanup;
     }
-    jp j = {text.p, text.p + text.len};
-    jws(&j);
-    if (j.p >= j.e || *j.p++ != '[')
+    lw_json j = {text.p, text.p + text.len};
+    if (!json_eat(&j, '['))
         goto bad;
-    jws(&j);
-    if (j.p < j.e && *j.p == ']')
-        goto notfound;
-    while (!found) {
-        jws(&j);
-        if (j.p >= j.e || *j.p++ != '{')
-            goto bad;
-        lw_buf dir = {0}, file = {0}, cmd = {0};
-        lw_argv args = {0};
-        int have_args = 0;
-        jws(&j);
-        while (j.p < j.e && *j.p != '}') {
-            lw_buf key = {0};
-            if (jstr(&j, &key) != 0) {
-                buf_free(&key);
-                goto bad_entry;
-            }
-            jws(&j);
-            if (j.p >= j.e || *j.p++ != ':') {
-                buf_free(&key);
-                goto bad_entry;
-            }
-            int r = 0;
-            if (strcmp(key.p, "directory") == 0)
-                r = jstr(&j, &dir);
-            else if (strcmp(key.p, "file") == 0)
-                r = jstr(&j, &file);
-            else if (strcmp(key.p, "command") == 0)
-                r = jstr(&j, &cmd);
-            else if (strcmp(key.p, "arguments") == 0) {
-                jws(&j);
-                if (j.p >= j.e || *j.p++ != '[')
-                    r = -1;
-                have_args = 1;
-                jws(&j);
-                while (!r && j.p < j.e && *j.p != ']') {
-                    lw_buf a = {0};
-                    r = jstr(&j, &a);
-                    if (!r)
-                        argv_push(&args, a.p ? a.p : "");
-                    buf_free(&a);
-                    jws(&j);
-                    if (j.p < j.e && *j.p == ',')
-                        j.p++;
-                    jws(&j);
-                }
-                if (!r && j.p < j.e)
-                    j.p++;
-            } else
-                r = jskip(&j);
-            buf_free(&key);
-            if (r != 0)
-                goto bad_entry;
-            jws(&j);
-            if (j.p < j.e && *j.p == ',')
-                j.p++;
-            jws(&j);
-        }
-        if (j.p >= j.e)
-            goto bad_entry;
-        j.p++;
-        if (file.p) {
-            lw_buf full = {0};
-            if (file.p[0] != '/' && dir.p)
-                buf_printf(&full, "%s/", dir.p);
-            buf_puts(&full, file.p);
-            char *abs = path_absolute(full.p);
-            if (strcmp(abs, input_abs) == 0) {
-                if (!have_args && cmd.p)
-                    split_command(cmd.p, &args);
-                /* args[0] is the compiler. */
-                if (args.n > 0)
-                    flags_filter(out, args.v + 1, args.n - 1, dir.p, file.p);
-                found = 1;
-            }
-            free(abs);
-            buf_free(&full);
-        }
-        buf_free(&dir);
-        buf_free(&file);
-        buf_free(&cmd);
-        argv_free(&args);
-        jws(&j);
-        if (j.p < j.e && *j.p == ',') {
-            j.p++;
-            continue;
-        }
-        break;
-    bad_entry:
-        buf_free(&dir);
-        buf_free(&file);
-        buf_free(&cmd);
-        argv_free(&args);
-        goto bad;
+    if (!json_eat(&j, ']')) {
+        /* The first entry for the file wins; what follows it is not read. */
+        do {
+            found = compdb_entry(&j, input_abs, out);
+            if (found < 0)
+                goto bad;
+        } while (!found && json_eat(&j, ','));
     }
-notfound:
     if (!found) {
         fprintf(stderr, "lockweave-gen: error: %s has no entry for %s\n",
                 path.p, input_abs);

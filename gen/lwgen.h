@@ -2,6 +2,7 @@
  * lockweave-gen internals: the pieces main.c wires together.
  *
  *   args.c     command line, compile_commands.json, flag filtering
+ *   json.c     the JSON reader compile_commands.json needs
  *   buf.c      growable byte buffer, file read / write-if-changed
  *   diag.c     compiler-style diagnostics with source line and caret
  *   prescan.c  the no-parse test: does the file or a header mention REDIS_LOCK
