@@ -1,5 +1,6 @@
 /*
- * Fuzz the key-template compiler (gen/keytmpl.c).
+ * Fuzz the key-template compiler (gen/keytmpl.c) and the guard calls the
+ * emitter writes for the key it compiles (emit_key() in gen/emit.c).
  *
  * keytmpl_compile() checks each {placeholder} against libclang types, so the
  * seam is not a pure function.  Rather than split keytmpl.c into a parser and
@@ -14,8 +15,8 @@
  * The input is the key's bytes (a NUL included).  It goes in as the
  * scanner's would: written as a string literal in REDIS_LOCK("...", 1s, 0)
  * and decoded by annot_parse(), so diagnostic positions come from the real
- * key map.  Checked besides the sanitizers: a key that compiles yields only
- * guard calls, one per line.
+ * key map.  Checked besides the sanitizers: a key that compiles is written
+ * as guard calls only, one per line.
  */
 #include "lwgen.h"
 
@@ -44,6 +45,7 @@ static const char tu_text[] =
 static CXIndex idx;
 static CXTranslationUnit tu;
 static lw_param params[32];
+static CXType types[32];
 static int nparams;
 
 static enum CXChildVisitResult find_f(CXCursor c, CXCursor parent,
@@ -82,7 +84,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         CXCursor p = clang_Cursor_getArgument(fn, (unsigned)i);
         CXString s = clang_getCursorSpelling(p);
         const char *n = clang_getCString(s);
-        params[i].type = clang_getCursorType(p);
+        types[i] = clang_getCursorType(p);
         if (n && *n) {
             params[i].name = xstrdup(n);
             params[i].use = xstrdup(n);
@@ -121,6 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     lw_buf args = {0}, file = {0}, out = {0};
     lw_src src = {"fuzz.c", NULL, 0};
     lw_annot a;
+    lw_key key = {0};
 
     if (size > 4096)
         return 0;
@@ -145,9 +148,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (annot_parse(&a) != 0 || a.keylen != size ||
         memcmp(a.key, data, size) != 0)
         abort(); /* the literal above always parses back to the input */
-    if (keytmpl_compile(&a, "f", params, nparams, "lw__g", "    ", &out) == 0 &&
-        !only_guard_calls(out.p ? out.p : "", out.len))
-        abort();
+    if (keytmpl_compile(&a, "f", params, types, nparams, &key) == 0) {
+        emit_key(&out, &key, "lw__g", "    ");
+        if (!only_guard_calls(out.p ? out.p : "", out.len))
+            abort();
+    }
+    key_free(&key);
     buf_free(&out);
     annot_free(&a);
     buf_free(&file);

@@ -1,9 +1,9 @@
 /*
- * Key templates: "stock:{id}:{o->sku}" becomes straight-line guard calls,
- *   lw_guard_key_bytes(&g, "stock:", 6);
- *   lw_guard_key_i64(&g, (int64_t)(id));
- * so nothing parses a format at run time.  Each {path} is checked here
- * against the parameter's type: what cannot be printed is a build error.
+ * Key templates: "stock:{id}:{o->sku}" becomes the parts of the key,
+ *   LW_KEY_BYTES "stock:", LW_KEY_I64 id, LW_KEY_BYTES ":", LW_KEY_STR o->sku
+ * which emit.c writes as straight-line guard calls, so nothing parses a
+ * format at run time.  Each {path} is checked here against the parameter's
+ * type: what cannot be printed is a build error.
  */
 #include "lwgen.h"
 
@@ -11,23 +11,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A C string literal for n bytes: printable ASCII as is, the rest octal
- * (three digits, so a following digit cannot join the escape). */
-static void put_c_string(lw_buf *b, const char *p, size_t n)
+static void key_push(lw_key *k, enum lw_keykind kind, const char *text,
+                     size_t len)
 {
-    buf_putc(b, '"');
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)p[i];
-        if (c == '"' || c == '\\')
-            buf_printf(b, "\\%c", c);
-        else if (c == '?') /* no accidental trigraphs */
-            buf_puts(b, "\\?");
-        else if (c >= 0x20 && c < 0x7f)
-            buf_putc(b, (char)c);
-        else
-            buf_printf(b, "\\%03o", c);
-    }
-    buf_putc(b, '"');
+    k->v = xrealloc(k->v, sizeof *k->v * (size_t)(k->n + 1));
+    k->v[k->n++] = (lw_keypart){kind, xstrndup(text, len), len};
+}
+
+void key_free(lw_key *k)
+{
+    for (int i = 0; i < k->n; i++)
+        free(k->v[i].text);
+    free(k->v);
+    k->v = NULL;
+    k->n = 0;
 }
 
 typedef struct field_find {
@@ -63,10 +60,9 @@ static int is_plain_char(enum CXTypeKind k)
     return k == CXType_Char_S || k == CXType_Char_U;
 }
 
-/* The guard call for one placeholder: expression `expr` of type t. */
-static int emit_value(const lw_annot *a, size_t off, const char *path,
-                      const char *expr, CXType t, const char *g,
-                      const char *indent, lw_buf *out)
+/* The part for one placeholder: expression `expr` of type t. */
+static int add_value(const lw_annot *a, size_t off, const char *path,
+                     const char *expr, CXType t, lw_key *out)
 {
     CXType c = clang_getCanonicalType(t);
     char *tn = type_name(t);
@@ -80,8 +76,7 @@ static int emit_value(const lw_annot *a, size_t off, const char *path,
     case CXType_Long:
     case CXType_LongLong:
     case CXType_Enum:
-        buf_printf(out, "%slw_guard_key_i64(&%s, (int64_t)(%s));\n", indent, g,
-                   expr);
+        key_push(out, LW_KEY_I64, expr, strlen(expr));
         rc = 0;
         break;
     case CXType_Char_U:
@@ -90,14 +85,13 @@ static int emit_value(const lw_annot *a, size_t off, const char *path,
     case CXType_UInt:
     case CXType_ULong:
     case CXType_ULongLong:
-        buf_printf(out, "%slw_guard_key_u64(&%s, (uint64_t)(%s));\n", indent, g,
-                   expr);
+        key_push(out, LW_KEY_U64, expr, strlen(expr));
         rc = 0;
         break;
     case CXType_Pointer: {
         CXType p = clang_getCanonicalType(clang_getPointeeType(c));
         if (is_plain_char(p.kind)) {
-            buf_printf(out, "%slw_guard_key_str(&%s, %s);\n", indent, g, expr);
+            key_push(out, LW_KEY_STR, expr, strlen(expr));
             rc = 0;
         } else if (p.kind == CXType_Record)
             diag(LW_DIAG_ERROR, a->src, off,
@@ -115,7 +109,7 @@ static int emit_value(const lw_annot *a, size_t off, const char *path,
     case CXType_IncompleteArray: {
         CXType e = clang_getCanonicalType(clang_getArrayElementType(c));
         if (is_plain_char(e.kind)) {
-            buf_printf(out, "%slw_guard_key_str(&%s, %s);\n", indent, g, expr);
+            key_push(out, LW_KEY_STR, expr, strlen(expr));
             rc = 0;
         } else
             diag(LW_DIAG_ERROR, a->src, off,
@@ -154,9 +148,8 @@ static int emit_value(const lw_annot *a, size_t off, const char *path,
 
 /* One placeholder body p[0..n): name(.field|->field)*. */
 static int compile_field(const lw_annot *a, size_t at, const char *fname,
-                         const lw_param *params, int nparams, const char *p,
-                         size_t n, const char *g, const char *indent,
-                         lw_buf *out)
+                         const lw_param *params, const CXType *types,
+                         int nparams, const char *p, size_t n, lw_key *out)
 {
     size_t off = annot_key_off(a, at);
     size_t i = 0;
@@ -173,23 +166,22 @@ static int compile_field(const lw_annot *a, size_t at, const char *fname,
              path);
         goto cleanup;
     }
-    const lw_param *prm = NULL;
-    int unnamed = 0;
+    int prm = -1, unnamed = 0;
     for (int k = 0; k < nparams; k++) {
         if (!params[k].name)
             unnamed++;
         else if (strlen(params[k].name) == i &&
                  memcmp(params[k].name, p, i) == 0)
-            prm = &params[k];
+            prm = k;
     }
-    if (!prm) {
+    if (prm < 0) {
         diag(LW_DIAG_ERROR, a->src, off,
              "'%.*s' in the key is not a parameter of '%s'%s", (int)i, p, fname,
              unnamed ? " (unnamed parameters cannot be used in the key)" : "");
         goto cleanup;
     }
-    buf_puts(&expr, prm->use);
-    CXType t = prm->type;
+    buf_puts(&expr, params[prm].use);
+    CXType t = types[prm];
     while (i < n) {
         int arrow = 0;
         if (p[i] == '.')
@@ -250,7 +242,7 @@ static int compile_field(const lw_annot *a, size_t at, const char *fname,
         buf_put(&expr, p + fb, i - fb);
         t = ff.type;
     }
-    rc = emit_value(a, off, path, expr.p, t, g, indent, out);
+    rc = add_value(a, off, path, expr.p, t, out);
 cleanup:
     free(path);
     buf_free(&expr);
@@ -258,8 +250,8 @@ cleanup:
 }
 
 int keytmpl_compile(const lw_annot *a, const char *fname,
-                    const lw_param *params, int nparams, const char *g,
-                    const char *indent, lw_buf *out)
+                    const lw_param *params, const CXType *types, int nparams,
+                    lw_key *out)
 {
     const char *k = a->key;
     size_t n = a->keylen, i = 0;
@@ -296,27 +288,22 @@ int keytmpl_compile(const lw_annot *a, const char *fname,
                 continue;
             }
             if (lit.len) {
-                buf_printf(out, "%slw_guard_key_bytes(&%s, ", indent, g);
-                put_c_string(out, lit.p, lit.len);
-                buf_printf(out, ", %zu);\n", lit.len);
+                key_push(out, LW_KEY_BYTES, lit.p, lit.len);
                 lit.len = 0;
             }
             if (e == i + 1) {
                 diag(LW_DIAG_ERROR, a->src, annot_key_off(a, i),
                      "empty '{}' in the key (write '{{}}' for literal braces)");
                 rc = -1;
-            } else if (compile_field(a, i, fname, params, nparams, k + i + 1,
-                                     e - i - 1, g, indent, out) != 0)
+            } else if (compile_field(a, i, fname, params, types, nparams,
+                                     k + i + 1, e - i - 1, out) != 0)
                 rc = -1;
             i = e + 1;
         } else
             buf_putc(&lit, k[i++]);
     }
-    if (lit.len) {
-        buf_printf(out, "%slw_guard_key_bytes(&%s, ", indent, g);
-        put_c_string(out, lit.p, lit.len);
-        buf_printf(out, ", %zu);\n", lit.len);
-    }
+    if (lit.len)
+        key_push(out, LW_KEY_BYTES, lit.p, lit.len);
     buf_free(&lit);
     return rc;
 }

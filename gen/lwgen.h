@@ -16,6 +16,8 @@
 #ifndef LWGEN_H
 #define LWGEN_H
 
+#include "model.h"
+
 #include <clang-c/Index.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -122,18 +124,19 @@ int decl_print_fn(lw_buf *b, CXType fn, const char *name,
 
 /* ---- keytmpl.c -------------------------------------------------------- */
 
-typedef struct lw_param {
-    char *name; /* as written; NULL when unnamed */
-    char *use;  /* name used by the wrapper (written or lw__pN) */
-    CXType type;
-} lw_param;
-
-/* Compile a->key against the parameters into C statements appending to the
- * guard named `g` (one statement per line, each prefixed by indent).
- * Reports errors through diag(); returns 0 when the key compiled. */
+/* Compile a->key against the parameters of fname (types: theirs, one per
+ * parameter) into the parts of the key, appended to out.  Reports errors
+ * through diag(); returns 0 when the key compiled. */
 int keytmpl_compile(const lw_annot *a, const char *fname,
-                    const lw_param *params, int nparams, const char *g,
-                    const char *indent, lw_buf *out);
+                    const lw_param *params, const CXType *types, int nparams,
+                    lw_key *out);
+void key_free(lw_key *k);
+
+/* ---- emit.c ----------------------------------------------------------- */
+
+/* The guard calls that build key k in the guard named g, one statement per
+ * line, each prefixed by indent. */
+void emit_key(lw_buf *b, const lw_key *k, const char *g, const char *indent);
 
 /* ---- scan.c / weave.c ------------------------------------------------- */
 

@@ -326,8 +326,10 @@ static int build_func(walk *w, CXCursor def, lw_annot *a, const char *name,
 {
     int rc = -1;
     lw_param *params = NULL;
+    CXType *types = NULL;
+    lw_key key = {0};
     const char **pnames = NULL;
-    lw_buf protos = {0}, wr = {0}, keycode = {0}, args = {0}, zero = {0};
+    lw_buf protos = {0}, wr = {0}, args = {0}, zero = {0};
     lw_buf fullspec = {0}; /* spec with the visibility, when any */
     lw_buf wname = {0}, bname = {0}, lift = {0}, restore = {0};
     const lw_src *msrc = &w->s->main;
@@ -353,12 +355,13 @@ static int build_func(walk *w, CXCursor def, lw_annot *a, const char *name,
     /* Parameters go by the names of the declaration the annotation is
      * written on, where the definition's differ. */
     params = xmalloc(sizeof *params * (size_t)(nparams + 1));
+    types = xmalloc(sizeof *types * (size_t)(nparams + 1));
     pnames = xmalloc(sizeof *pnames * (size_t)(nparams + 1));
     for (int i = 0; i < nparams; i++) {
         CXCursor p = clang_Cursor_getArgument(def, (unsigned)i);
         char *n = ad && i < ad->n && *ad->names[i] ? xstrdup(ad->names[i])
                                                    : spelling(p);
-        params[i].type = clang_getCursorType(p);
+        types[i] = clang_getCursorType(p);
         if (*n) {
             params[i].name = n;
             params[i].use = xstrdup(n);
@@ -373,9 +376,8 @@ static int build_func(walk *w, CXCursor def, lw_annot *a, const char *name,
         buf_printf(&args, "%s%s", i ? ", " : "", params[i].use);
     }
 
-    int keyok = a->key ? keytmpl_compile(a, name, params, nparams, "lw__g",
-                                         "    ", &keycode)
-                       : -1;
+    int keyok =
+        a->key ? keytmpl_compile(a, name, params, types, nparams, &key) : -1;
 
     CXType ret = clang_getResultType(fn);
     int is_void = clang_getCanonicalType(ret).kind == CXType_Void;
@@ -493,7 +495,7 @@ static int build_func(walk *w, CXCursor def, lw_annot *a, const char *name,
     if (a->skip_if)
         put_skip_if(&wr, a, "", "", retstmt.p);
     buf_puts(&wr, "    lw_guard_init(&lw__g, &lw__o);\n");
-    buf_put(&wr, keycode.p ? keycode.p : "", keycode.len);
+    emit_key(&wr, &key, "lw__g", "    ");
     buf_printf(&wr, "    if (lw_guard_enter(&lw__g) != LW_OK)\n        %s\n",
                retstmt.p);
     if (a->skip_if)
@@ -536,10 +538,11 @@ cleanup:
         free(params[i].use);
     }
     free(params);
+    free(types);
+    key_free(&key);
     free(pnames);
     buf_free(&protos);
     buf_free(&wr);
-    buf_free(&keycode);
     buf_free(&args);
     buf_free(&zero);
     buf_free(&fullspec);
