@@ -161,3 +161,27 @@ int decl_print_fn(lw_buf *b, CXType fn, const char *name,
     buf_putc(&s, ')');
     return decl_rec2(b, clang_getResultType(fn), buf_take(&s), 1);
 }
+
+int decl_split(lw_decl *d, CXType t, const char *const *pnames)
+{
+    /* Printed with a name no type spelling holds, then cut there: a
+     * declarator's shape does not depend on the name it declares. */
+    static const char hole[] = "\x01";
+    lw_buf b = {0};
+    int rc =
+        pnames ? decl_print_fn(&b, t, hole, pnames) : decl_print(&b, t, hole);
+    const char *at = rc == 0 ? strstr(b.p, hole) : NULL;
+    if (at) {
+        d->head = xstrndup(b.p, (size_t)(at - b.p));
+        d->tail = xstrdup(at + sizeof hole - 1);
+    }
+    buf_free(&b);
+    return at ? 0 : -1;
+}
+
+void decl_free(lw_decl *d)
+{
+    free(d->head);
+    free(d->tail);
+    d->head = d->tail = NULL;
+}

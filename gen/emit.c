@@ -1,7 +1,12 @@
 /*
- * The wrapper of an annotated function, written from its model (model.h).
+ * The text an annotated definition adds to the woven file, written from
+ * its model (model.h): the declarations that go in front of the definition
+ * and the wrapper that takes the lock around it (lw_woven in lwgen.h).
+ * weave.c decides where they go.
  */
 #include "lwgen.h"
+
+#include <stdlib.h>
 
 /* A C string literal for n bytes: printable ASCII as is, the rest octal
  * (three digits, so a following digit cannot join the escape). */
@@ -45,4 +50,173 @@ void emit_key(lw_buf *b, const lw_key *k, const char *g, const char *indent)
             break;
         }
     }
+}
+
+static void put_decl(lw_buf *b, const lw_decl *d, const char *name)
+{
+    buf_puts(b, d->head);
+    buf_puts(b, name);
+    buf_puts(b, d->tail);
+}
+
+/* A C comment can hold the annotation text for the reader of the woven
+ * file, as long as it cannot end the comment early. */
+static void put_comment_text(lw_buf *b, const char *t)
+{
+    for (; *t; t++) {
+        if (t[0] == '*' && t[1] == '/')
+            buf_puts(b, "* ");
+        else if (*t == '\n' || *t == '\r')
+            buf_putc(b, ' ');
+        else
+            buf_putc(b, *t);
+    }
+}
+
+/* A user's expression under a #line of its own, so a compiler error in it
+ * points at the annotation; weave() turns the LW_LINE_RESUME that follows
+ * it back into the generated file's own line. */
+static void put_user_expr(lw_buf *b, const lw_expr *e)
+{
+    buf_printf(b, "\n#line %u ", e->line);
+    put_line_path(b, e->file);
+    buf_printf(b, "\n%s\n" LW_LINE_RESUME "\n", e->text);
+}
+
+/* The wrapper's skip_if test: before the lock (nothing to leave), and again
+ * under it (leave first).  note goes after "if (", leave before the return. */
+static void put_skip_if(lw_buf *b, const lw_expr *skip_if, const char *note,
+                        const char *leave, const char *retstmt)
+{
+    buf_printf(b, "    if (%s", note);
+    put_user_expr(b, skip_if);
+    buf_printf(b,
+               "    ) {\n"
+               "%s"
+               "        lw_set_last_error(LW_OK);\n"
+               "        %s\n"
+               "    }\n",
+               leave, retstmt);
+}
+
+/* What the wrapper's declarations start with.  An explicit visibility on
+ * the definition (an exported function of a library built with
+ * -fvisibility=hidden) belongs to the wrapper: the wrapper is what carries
+ * the name. */
+static void put_spec(lw_buf *b, const lw_func *f)
+{
+    if (f->visibility)
+        buf_printf(b, "__attribute__((visibility(\"%s\"))) ", f->visibility);
+    buf_puts(b, f->internal    ? (f->is_inline ? "static inline " : "static ")
+                : f->is_inline ? (f->is_extern ? "extern inline " : "inline ")
+                               : "");
+}
+
+/* The return statement for when the body does not run. */
+static void put_return(lw_buf *b, const lw_func *f)
+{
+    if (f->ret == LW_RET_VOID) {
+        buf_puts(b, "return;");
+        return;
+    }
+    buf_puts(b, "return ");
+    if (f->on_fail.text) {
+        buf_putc(b, '(');
+        put_user_expr(b, &f->on_fail);
+        buf_putc(b, ')');
+    } else if (f->ret == LW_RET_RECORD)
+        buf_printf(b, "(%s){0}", f->ret_type);
+    else
+        buf_puts(b, "0");
+    buf_putc(b, ';');
+}
+
+void emit_func(const lw_func *f, lw_woven *out)
+{
+    const char *name = f->name;
+    lw_buf wname = {0}, bname = {0}, protos = {0}, wr = {0}, ret = {0};
+    lw_buf lift = {0}, restore = {0};
+    /* The body is static, so it can never be called around the wrapper.
+     * Except under a plain external `inline` wrapper: C forbids an inline
+     * definition with external linkage to refer to an internal name, so
+     * there the body gets external linkage; its declaration without
+     * `inline` makes its definition the one external definition. */
+    const char *bspec =
+        (!f->internal && f->is_inline && !f->is_extern) ? "" : "static ";
+
+    buf_printf(&wname, "lw__lock_%s", name);
+    buf_printf(&bname, "lw__%s_body", name);
+
+    /* What goes in front of the definition.  The wrapper's declaration, so
+     * a call in the body (recursion) goes through the lock; then the
+     * body's, which gives the definition its linkage and its symbol. */
+    put_spec(&protos, f);
+    put_decl(&protos, &f->type, name);
+    if (f->rename_in_place) {
+        /* On the definition's own line, so no line number moves. */
+        buf_printf(&protos, "; %s", bspec);
+        put_decl(&protos, &f->type, bname.p);
+        buf_puts(&protos, "; ");
+    } else {
+        buf_printf(&protos, ";\n#undef %s\n%s", name, bspec);
+        put_decl(&protos, &f->type, name);
+        buf_printf(&protos, " __asm__(\"%s\");\n", bname.p);
+        /* In the wrapper the name is the wrapper's own; the body is
+         * called with the #define lifted for that one line. */
+        buf_printf(&lift, "#undef %s\n", name);
+        buf_printf(&restore, "#define %s %s\n", name, wname.p);
+    }
+    const char *callee = f->rename_in_place ? bname.p : name;
+
+    buf_printf(&wr, "\n/* %s(): REDIS_LOCK(", name);
+    put_comment_text(&wr, f->annot);
+    buf_puts(&wr, ") */\n");
+    put_spec(&wr, f);
+    put_decl(&wr, &f->def, name);
+    buf_puts(&wr, "\n{\n");
+    put_return(&ret, f);
+    /* Constant options: static, except in an external inline function,
+     * where a static object would be a separate one per file. */
+    buf_printf(&wr, "    %sconst lw_lock_opts lw__o = {%uu, %uu, %d, 0u};\n",
+               (!f->internal && f->is_inline) ? "" : "static ", f->expire_ms,
+               f->wait_ms, (int)f->max_renew);
+    buf_puts(&wr, "    lw_guard lw__g;\n");
+    if (f->skip_if.text)
+        put_skip_if(&wr, &f->skip_if, "", "", ret.p);
+    buf_puts(&wr, "    lw_guard_init(&lw__g, &lw__o);\n");
+    emit_key(&wr, &f->key, "lw__g", "    ");
+    buf_printf(&wr, "    if (lw_guard_enter(&lw__g) != LW_OK)\n        %s\n",
+               ret.p);
+    if (f->skip_if.text)
+        put_skip_if(&wr, &f->skip_if, " /* checked again under the lock */",
+                    "        lw_guard_leave(&lw__g);\n", ret.p);
+    buf_put(&wr, lift.p, lift.len);
+    buf_puts(&wr, "    ");
+    if (f->ret != LW_RET_VOID) {
+        put_decl(&wr, &f->ret_decl, "lw__r");
+        buf_puts(&wr, " = ");
+    }
+    buf_printf(&wr, "%s(", callee);
+    for (int i = 0; i < f->nparams; i++)
+        buf_printf(&wr, "%s%s", i ? ", " : "", f->params[i].use);
+    buf_puts(&wr, ");\n");
+    buf_put(&wr, restore.p, restore.len);
+    buf_printf(&wr, "    lw_guard_leave(&lw__g);\n%s}\n",
+               f->ret == LW_RET_VOID ? "" : "    return lw__r;\n");
+
+    out->wrapper_name = buf_take(&wname);
+    out->body_name = buf_take(&bname);
+    out->protos = buf_take(&protos);
+    out->wrapper = buf_take(&wr);
+    buf_free(&ret);
+    buf_free(&lift);
+    buf_free(&restore);
+}
+
+void emit_free(lw_woven *w)
+{
+    free(w->wrapper_name);
+    free(w->body_name);
+    free(w->protos);
+    free(w->wrapper);
 }

@@ -1,17 +1,18 @@
 /*
- * lockweave-gen internals: the pieces main.c wires together.
+ * lockweave-gen internals, one section per file (model.h, args.h, cli.h and
+ * json.h hold the rest):
  *
- *   args.c     command line, compile_commands.json, flag filtering
- *   json.c     the JSON reader compile_commands.json needs
- *   buf.c      growable byte buffer, file read / write-if-changed
- *   diag.c     compiler-style diagnostics with source line and caret
- *   prescan.c  the no-parse test: does the file or a header mention REDIS_LOCK
- *   annot.c    the REDIS_LOCK argument grammar (key, durations, options)
- *   keytmpl.c  key template -> guard calls, checked against parameter types
- *   decl.c     C declarator printing from libclang types
- *   scan.c     the libclang parse and AST walk
- *   weave.c    the woven output text
- *   depfile.c  make-style dependency file
+ *   buf.c         growable byte buffer, file read / write-if-changed
+ *   diag.c        compiler-style diagnostics with source line and caret
+ *   annot.c       the REDIS_LOCK argument grammar (key, durations, options)
+ *   decl.c        C declarators from libclang types
+ *   keytmpl.c     key template -> key parts, checked against parameter types
+ *   scan.c        the libclang parse and AST walk: every check, one lw_func
+ *                 (model.h) per annotated definition
+ *   emit.c        an lw_func -> its declarations and wrapper, as text
+ *   weave.c       the woven file: the original, spliced, and the wrappers
+ *   passthrough.c the output for a file with nothing to weave
+ *   depfile.c     make-style dependency file
  */
 #ifndef LWGEN_H
 #define LWGEN_H
@@ -72,6 +73,8 @@ void vdiag(int kind, const lw_src *src, size_t off, const char *fmt,
            va_list ap);
 /* Errors reported so far. */
 int diag_errors(void);
+/* 1-based line of byte off in src. */
+unsigned src_line(const lw_src *src, size_t off);
 
 /* ---- annot.c ---------------------------------------------------------- */
 
@@ -121,6 +124,10 @@ int decl_print(lw_buf *b, CXType t, const char *name);
  * pnames (one per parameter), e.g. "int (*name(int a))(void)". */
 int decl_print_fn(lw_buf *b, CXType fn, const char *name,
                   const char *const *pnames);
+/* Type t as an lw_decl: as decl_print(), or as decl_print_fn() when pnames
+ * is not NULL.  0 or -1, as they return. */
+int decl_split(lw_decl *d, CXType t, const char *const *pnames);
+void decl_free(lw_decl *d);
 
 /* ---- keytmpl.c -------------------------------------------------------- */
 
@@ -132,42 +139,14 @@ int keytmpl_compile(const lw_annot *a, const char *fname,
                     lw_key *out);
 void key_free(lw_key *k);
 
-/* ---- emit.c ----------------------------------------------------------- */
-
-/* The guard calls that build key k in the guard named g, one statement per
- * line, each prefixed by indent. */
-void emit_key(lw_buf *b, const lw_key *k, const char *g, const char *indent);
-
-/* ---- scan.c / weave.c ------------------------------------------------- */
-
-/* One annotated definition to weave, everything already as text.
- *
- * The body keeps its name, so compiler messages, __func__ and debuggers
- * call it what the user did: every other mention of the name in the file
- * becomes the wrapper, lw__lock_<name>, through a #define the woven file
- * starts with (#undef'd just around the definition's name), and
- * #pragma redefine_extname gives the wrapper the function's symbol.  When
- * the name was declared before the file's first line (a forced include),
- * that #define cannot reach the declaration: the definition's name is
- * then renamed in place instead (rename_in_place). */
-typedef struct lw_func {
-    char *name;
-    size_t name_off;    /* offset of the definition's name token */
-    size_t insert_off;  /* where the definition starts (its annotation) */
-    char *wrapper_name; /* lw__lock_<name>: the wrapper's C name */
-    char *body_name;    /* lw__<name>_body: the body's symbol */
-    char *protos;  /* the wrapper's and the body's declarations, one line */
-    char *wrapper; /* the full wrapper definition, several lines */
-    int external;  /* the wrapper has external linkage (gets the symbol) */
-    int rename_in_place;
-} lw_func;
+/* ---- scan.c ----------------------------------------------------------- */
 
 typedef struct lw_scan {
     const char *input;     /* absolute path of the input */
     const char *line_name; /* its name in #line (as the compiler got it) */
     int cxx;               /* parsed as C++: annotated definitions refused */
     lw_src main;           /* its text */
-    lw_func *funcs;
+    lw_func *funcs;        /* the annotated definitions, checked */
     int nfuncs;
     char **deps; /* files the parse read (for the depfile) */
     int ndeps;
@@ -177,6 +156,39 @@ typedef struct lw_scan {
  * reporting errors. */
 int scan_file(lw_scan *s, const char *const *args, int nargs);
 void scan_free(lw_scan *s);
+
+/* ---- emit.c ----------------------------------------------------------- */
+
+/* The text one annotated definition adds to the woven file.
+ *
+ * The body keeps its name, so compiler messages, __func__ and debuggers
+ * call it what the user did: every other mention of the name in the file
+ * becomes the wrapper, lw__lock_<name>, through a #define the woven file
+ * starts with (#undef'd just around the definition's name), and
+ * #pragma redefine_extname gives the wrapper the function's symbol.  When
+ * the name was declared before the file's first line (a forced include),
+ * that #define cannot reach the declaration: the definition's name is
+ * then renamed in place instead (rename_in_place). */
+typedef struct lw_woven {
+    char *wrapper_name; /* lw__lock_<name>: the wrapper's C name */
+    char *body_name;    /* lw__<name>_body: the body's symbol */
+    /* The wrapper's and the body's declarations, to go in front of the
+     * definition: whole lines, or text for the definition's own line
+     * (rename_in_place). */
+    char *protos;
+    char *wrapper; /* the full wrapper definition, several lines */
+} lw_woven;
+
+void emit_func(const lw_func *f, lw_woven *out);
+void emit_free(lw_woven *w);
+/* The guard calls that build key k in the guard named g, one statement per
+ * line, each prefixed by indent. */
+void emit_key(lw_buf *b, const lw_key *k, const char *g, const char *indent);
+/* What follows each user expression in a wrapper: weave() turns it back
+ * into the generated file's own line. */
+#define LW_LINE_RESUME "#line @resume@"
+
+/* ---- weave.c, passthrough.c ------------------------------------------- */
 
 /* Build the woven text of s into out. */
 void weave(const lw_scan *s, const char *output_abs, lw_buf *out);
@@ -190,6 +202,12 @@ void weave(const lw_scan *s, const char *output_abs, lw_buf *out);
 /* The whole output for a file with no annotated definition: the original,
  * included as it is, under mode (LW_MODE_WOVEN or LW_MODE_UNPARSED). */
 void weave_passthrough(const char *input_abs, const char *mode, lw_buf *out);
+/* The "generated by" comment, and a path as a C string literal. */
+void put_banner(lw_buf *b, const char *input, const char *what);
+void put_line_path(lw_buf *b, const char *path);
+
+/* ---- annot.c, json.c -------------------------------------------------- */
+
 /* The character a one-letter backslash escape stands for (n t r b f a v:
  * shared by C literals and JSON strings), or -1. */
 static inline int escape_char(char x)
@@ -200,20 +218,6 @@ static inline int escape_char(char x)
             return (unsigned char)to[i];
     return -1;
 }
-
-/* The "generated by" comment, and a path as a C string literal. */
-void put_banner(lw_buf *b, const char *input, const char *what);
-void put_line_path(lw_buf *b, const char *path);
-
-/* 1-based line of byte off in src. */
-unsigned src_line(const lw_src *src, size_t off);
-
-/* A C expression the user wrote in an annotation (on_fail, skip_if), put
- * into a wrapper under a #line of its own, so a compiler error in it points
- * at the annotation; weave() turns the LW_LINE_RESUME that follows it back
- * into the generated file's own line. */
-void put_user_expr(lw_buf *b, const lw_src *src, size_t off, const char *expr);
-#define LW_LINE_RESUME "#line @resume@"
 
 /* ---- depfile.c -------------------------------------------------------- */
 

@@ -34,4 +34,59 @@ typedef struct lw_key {
     int n;
 } lw_key;
 
+/* A C declarator with the declared name left out: a declaration of NAME
+ * reads head, NAME, tail, as in "int (*" "get" "(int a))(void)". */
+typedef struct lw_decl {
+    char *head, *tail;
+} lw_decl;
+
+/* A C expression written in the annotation (on_fail, skip_if), and where:
+ * the wrapper puts it under a #line of its own, so a compiler error in it
+ * points at the annotation. */
+typedef struct lw_expr {
+    char *text; /* NULL: not given */
+    char *file;
+    unsigned line;
+} lw_expr;
+
+/* What the function returns, which decides what the wrapper returns when
+ * the body does not run (without on_fail: 0, or (T){0} for a struct). */
+enum lw_ret { LW_RET_VOID, LW_RET_SCALAR, LW_RET_RECORD };
+
+/* One annotated definition of the file being woven. */
+typedef struct lw_func {
+    /* Where it is, in the main file. */
+    char *name;
+    size_t name_off;   /* the definition's name token */
+    size_t insert_off; /* where the definition starts (its annotation) */
+    /* The name was declared before the file's first line (a forced
+     * include), where the woven file's #define cannot reach it. */
+    int rename_in_place;
+
+    /* Linkage, inline-ness and visibility exactly as the definition has
+     * them. */
+    int internal;           /* static */
+    int is_inline;          /* inline */
+    int is_extern;          /* declared extern (extern inline) */
+    const char *visibility; /* an explicit visibility("..."), or NULL;
+                             * a string constant */
+
+    /* The signature. */
+    lw_decl type; /* the function's declarator, parameters unnamed */
+    lw_decl def;  /* the same with the parameters named params[].use */
+    lw_param *params;
+    int nparams;
+    enum lw_ret ret;
+    lw_decl ret_decl; /* the return type's declarator (not LW_RET_VOID) */
+    char *ret_type;   /* the return type as a type name, for the (T){0} of
+                       * LW_RET_RECORD without on_fail; else NULL */
+
+    /* The annotation. */
+    char *annot; /* its arguments, expanded: the wrapper's comment */
+    lw_key key;
+    uint32_t expire_ms, wait_ms;
+    int32_t max_renew;
+    lw_expr on_fail, skip_if;
+} lw_func;
+
 #endif /* LW_MODEL_H */

@@ -18,13 +18,6 @@ void put_line_path(lw_buf *b, const char *path)
     buf_putc(b, '"');
 }
 
-void put_user_expr(lw_buf *b, const lw_src *src, size_t off, const char *expr)
-{
-    buf_printf(b, "\n#line %u ", src_line(src, off));
-    put_line_path(b, src->name);
-    buf_printf(b, "\n%s\n" LW_LINE_RESUME "\n", expr);
-}
-
 void put_banner(lw_buf *b, const char *input, const char *what)
 {
     /* The path goes in a comment: make sure it cannot end it. */

@@ -251,20 +251,6 @@ static int is_definition(walk *w, CXCursor c, const char *name)
     return ff.found ? ff.def : 1;
 }
 
-/* A C comment can hold the annotation text for the reader of the woven
- * file, as long as it cannot end the comment early. */
-static void put_comment_text(lw_buf *b, const char *t)
-{
-    for (; *t; t++) {
-        if (t[0] == '*' && t[1] == '/')
-            buf_puts(b, "* ");
-        else if (*t == '\n' || *t == '\r')
-            buf_putc(b, ' ');
-        else
-            buf_putc(b, *t);
-    }
-}
-
 static enum CXChildVisitResult vis_visit(CXCursor c, CXCursor parent,
                                          CXClientData d)
 {
@@ -272,22 +258,6 @@ static enum CXChildVisitResult vis_visit(CXCursor c, CXCursor parent,
     if (clang_getCursorKind(c) == CXCursor_VisibilityAttr)
         *(int *)d = 1;
     return CXChildVisit_Continue;
-}
-
-/* The wrapper's skip_if test: before the lock (nothing to leave), and again
- * under it (leave first).  note goes after "if (", leave before the return. */
-static void put_skip_if(lw_buf *wr, const lw_annot *a, const char *note,
-                        const char *leave, const char *retstmt)
-{
-    buf_printf(wr, "    if (%s", note);
-    put_user_expr(wr, a->src, a->skip_if_off, a->skip_if);
-    buf_printf(wr,
-               "    ) {\n"
-               "%s"
-               "        lw_set_last_error(LW_OK);\n"
-               "        %s\n"
-               "    }\n",
-               leave, retstmt);
 }
 
 /* "name(int a, char *b)": a prototype for the parameters of c, to suggest
@@ -320,19 +290,54 @@ static void report_kr(const lw_src *src, size_t off, CXCursor c,
     buf_free(&hint);
 }
 
-static int build_func(walk *w, CXCursor def, lw_annot *a, const char *name,
-                      size_t name_off, const annotated_decl *ad, int in_place,
-                      lw_func *out)
+/* A user expression of a (text, written at off of a->src) for the model,
+ * which outlives the file texts the scan reads. */
+static void expr_set(lw_expr *e, const lw_annot *a, const char *text,
+                     size_t off)
+{
+    if (!text)
+        return;
+    e->text = xstrdup(text);
+    e->file = xstrdup(a->src->name);
+    e->line = src_line(a->src, off);
+}
+
+static void expr_free(lw_expr *e)
+{
+    free(e->text);
+    free(e->file);
+}
+
+static void func_free(lw_func *f)
+{
+    free(f->name);
+    for (int i = 0; i < f->nparams; i++) {
+        free(f->params[i].name);
+        free(f->params[i].use);
+    }
+    free(f->params);
+    decl_free(&f->type);
+    decl_free(&f->def);
+    decl_free(&f->ret_decl);
+    free(f->ret_type);
+    free(f->annot);
+    key_free(&f->key);
+    expr_free(&f->on_fail);
+    expr_free(&f->skip_if);
+}
+
+/* The rest of f, whose name and place handle_function() has set: the
+ * definition def, annotated with a; ad: the declaration a is written on,
+ * when not on def.  0, or -1 after reporting errors (f then holds what was
+ * filled in). */
+static int model_func(walk *w, CXCursor def, const lw_annot *a,
+                      const annotated_decl *ad, lw_func *f)
 {
     int rc = -1;
-    lw_param *params = NULL;
+    const char *name = f->name;
     CXType *types = NULL;
-    lw_key key = {0};
     const char **pnames = NULL;
-    lw_buf protos = {0}, wr = {0}, args = {0}, zero = {0};
-    lw_buf fullspec = {0}; /* spec with the visibility, when any */
-    lw_buf wname = {0}, bname = {0}, lift = {0}, restore = {0};
-    const lw_src *msrc = &w->s->main;
+    lw_buf ret_type = {0};
     CXType fn = clang_getCursorType(def);
     if (fn.kind != CXType_FunctionProto && fn.kind != CXType_FunctionNoProto)
         fn = clang_getCanonicalType(fn);
@@ -341,11 +346,11 @@ static int build_func(walk *w, CXCursor def, lw_annot *a, const char *name,
         nparams = 0;
 
     if (fn.kind == CXType_FunctionNoProto && nparams > 0) {
-        report_kr(msrc, name_off, def, name);
+        report_kr(&w->s->main, f->name_off, def, name);
         goto cleanup;
     }
     if (fn.kind == CXType_FunctionProto && clang_isFunctionTypeVariadic(fn)) {
-        diag(LW_DIAG_ERROR, msrc, name_off,
+        diag(LW_DIAG_ERROR, &w->s->main, f->name_off,
              "'%s' is variadic: its arguments cannot be passed on to the "
              "locked body (write a wrapper taking a va_list)",
              name);
@@ -354,34 +359,38 @@ static int build_func(walk *w, CXCursor def, lw_annot *a, const char *name,
 
     /* Parameters go by the names of the declaration the annotation is
      * written on, where the definition's differ. */
-    params = xmalloc(sizeof *params * (size_t)(nparams + 1));
+    f->params = xmalloc(sizeof *f->params * (size_t)(nparams + 1));
     types = xmalloc(sizeof *types * (size_t)(nparams + 1));
     pnames = xmalloc(sizeof *pnames * (size_t)(nparams + 1));
     for (int i = 0; i < nparams; i++) {
         CXCursor p = clang_Cursor_getArgument(def, (unsigned)i);
+        lw_param *prm = &f->params[f->nparams++];
         char *n = ad && i < ad->n && *ad->names[i] ? xstrdup(ad->names[i])
                                                    : spelling(p);
         types[i] = clang_getCursorType(p);
         if (*n) {
-            params[i].name = n;
-            params[i].use = xstrdup(n);
+            prm->name = n;
+            prm->use = xstrdup(n);
         } else {
             free(n);
-            params[i].name = NULL;
+            prm->name = NULL;
             lw_buf t = {0};
             buf_printf(&t, "lw__p%d", i);
-            params[i].use = buf_take(&t);
+            prm->use = buf_take(&t);
         }
-        pnames[i] = params[i].use;
-        buf_printf(&args, "%s%s", i ? ", " : "", params[i].use);
+        pnames[i] = prm->use;
     }
 
     int keyok =
-        a->key ? keytmpl_compile(a, name, params, types, nparams, &key) : -1;
+        a->key ? keytmpl_compile(a, name, f->params, types, f->nparams, &f->key)
+               : -1;
 
     CXType ret = clang_getResultType(fn);
-    int is_void = clang_getCanonicalType(ret).kind == CXType_Void;
-    if (is_void && a->has_on_fail) {
+    enum CXTypeKind rk = clang_getCanonicalType(ret).kind;
+    f->ret = rk == CXType_Void     ? LW_RET_VOID
+             : rk == CXType_Record ? LW_RET_RECORD
+                                   : LW_RET_SCALAR;
+    if (f->ret == LW_RET_VOID && a->has_on_fail) {
         diag(LW_DIAG_ERROR, a->src, a->at,
              "on_fail given, but '%s' returns void", name);
         keyok = -1;
@@ -389,177 +398,56 @@ static int build_func(walk *w, CXCursor def, lw_annot *a, const char *name,
     if (keyok != 0)
         goto cleanup;
 
-    /* Linkage and inline-ness exactly as the definition has them. */
-    int internal = clang_getCursorLinkage(def) == CXLinkage_Internal;
-    int inl = clang_Cursor_isFunctionInlined(def);
-    int ext = clang_Cursor_getStorageClass(def) == CX_SC_Extern;
-    const char *spec = internal ? (inl ? "static inline " : "static ")
-                       : inl    ? (ext ? "extern inline " : "inline ")
-                                : "";
-    /* An explicit visibility on the definition (an exported function of a
-     * library built with -fvisibility=hidden) belongs to the wrapper now:
-     * the wrapper is what carries the name. */
+    /* An explicit visibility only: the default one is no attribute. */
+    f->internal = clang_getCursorLinkage(def) == CXLinkage_Internal;
+    f->is_inline = clang_Cursor_isFunctionInlined(def);
+    f->is_extern = clang_Cursor_getStorageClass(def) == CX_SC_Extern;
     int has_vis = 0;
     clang_visitChildren(def, vis_visit, &has_vis);
-    const char *vis = NULL;
-    if (has_vis && !internal) {
+    if (has_vis && !f->internal) {
         switch (clang_getCursorVisibility(def)) {
         case CXVisibility_Hidden:
-            vis = "hidden";
+            f->visibility = "hidden";
             break;
         case CXVisibility_Protected:
-            vis = "protected";
+            f->visibility = "protected";
             break;
         case CXVisibility_Default:
-            vis = "default";
+            f->visibility = "default";
             break;
         default:
             break;
         }
     }
-    if (vis)
-        buf_printf(&fullspec, "__attribute__((visibility(\"%s\"))) ", vis);
-    buf_puts(&fullspec, spec);
-    spec = fullspec.p;
 
-    /* The body is static, so it can never be called around the wrapper.
-     * Except under a plain external `inline` wrapper: C forbids an inline
-     * definition with external linkage to refer to an internal name, so
-     * there the body gets external linkage; its declaration without
-     * `inline` makes its definition the one external definition. */
-    const char *bspec = (!internal && inl && !ext) ? "" : "static ";
-    buf_printf(&wname, "lw__lock_%s", name);
-    buf_printf(&bname, "lw__%s_body", name);
-
-    /* What goes in front of the definition.  The wrapper's declaration, so
-     * a call in the body (recursion) goes through the lock; then the
-     * body's, which gives the definition its linkage and its symbol. */
-    buf_puts(&protos, spec);
-    if (decl_print(&protos, fn, name) != 0)
-        goto badtype;
-    if (in_place) {
-        /* On the definition's own line, so no line number moves. */
-        buf_printf(&protos, "; %s", bspec);
-        if (decl_print(&protos, fn, bname.p) != 0)
-            goto badtype;
-        buf_puts(&protos, "; ");
-    } else {
-        buf_printf(&protos, ";\n#undef %s\n%s", name, bspec);
-        if (decl_print(&protos, fn, name) != 0)
-            goto badtype;
-        buf_printf(&protos, " __asm__(\"%s\");\n", bname.p);
-        /* In the wrapper the name is the wrapper's own; the body is
-         * called with the #define lifted for that one line. */
-        buf_printf(&lift, "#undef %s\n", name);
-        buf_printf(&restore, "#define %s %s\n", name, wname.p);
+    /* The signature as text: what cannot be written back fails here, not
+     * in the emitter. */
+    if (decl_split(&f->type, fn, NULL) != 0 ||
+        decl_split(&f->def, fn, pnames) != 0 ||
+        (f->ret != LW_RET_VOID && decl_split(&f->ret_decl, ret, NULL) != 0) ||
+        (f->ret == LW_RET_RECORD && !a->has_on_fail &&
+         decl_print(&ret_type, ret, "") != 0)) {
+        diag(LW_DIAG_ERROR, &w->s->main, f->name_off,
+             "the signature of '%s' uses a type that cannot be written again "
+             "(an unnamed struct or a variable-length array); use a typedef",
+             name);
+        goto cleanup;
     }
-    const char *callee = in_place ? bname.p : name;
+    if (ret_type.p)
+        f->ret_type = buf_take(&ret_type);
 
-    /* The wrapper. */
-    buf_puts(&wr, "\n/* ");
-    buf_printf(&wr, "%s(): REDIS_LOCK(", name);
-    put_comment_text(&wr, a->text);
-    buf_puts(&wr, ") */\n");
-    buf_puts(&wr, spec);
-    if (decl_print_fn(&wr, fn, name, pnames) != 0)
-        goto badtype;
-    buf_puts(&wr, "\n{\n");
-
-    /* What the wrapper returns when the body does not run. */
-    if (a->has_on_fail) {
-        buf_putc(&zero, '(');
-        put_user_expr(&zero, a->src, a->on_fail_off, a->on_fail);
-        buf_putc(&zero, ')');
-    } else if (!is_void) {
-        if (clang_getCanonicalType(ret).kind == CXType_Record) {
-            buf_putc(&zero, '(');
-            if (decl_print(&zero, ret, "") != 0)
-                goto badtype;
-            buf_puts(&zero, "){0}");
-        } else
-            buf_puts(&zero, "0");
-    }
-    const char *rv = is_void ? "return;" : NULL;
-    lw_buf retstmt = {0};
-    if (rv)
-        buf_puts(&retstmt, rv);
-    else
-        buf_printf(&retstmt, "return %s;", zero.p);
-
-    /* Constant options: static, except in an external inline function,
-     * where a static object would be a separate one per file. */
-    buf_printf(&wr, "    %sconst lw_lock_opts lw__o = {%uu, %uu, %d, 0u};\n",
-               (!internal && inl) ? "" : "static ", a->expire_ms, a->wait_ms,
-               (int)a->max_renew);
-    buf_puts(&wr, "    lw_guard lw__g;\n");
-    if (a->skip_if)
-        put_skip_if(&wr, a, "", "", retstmt.p);
-    buf_puts(&wr, "    lw_guard_init(&lw__g, &lw__o);\n");
-    emit_key(&wr, &key, "lw__g", "    ");
-    buf_printf(&wr, "    if (lw_guard_enter(&lw__g) != LW_OK)\n        %s\n",
-               retstmt.p);
-    if (a->skip_if)
-        put_skip_if(&wr, a, " /* checked again under the lock */",
-                    "        lw_guard_leave(&lw__g);\n", retstmt.p);
-    buf_put(&wr, lift.p, lift.len);
-    if (is_void)
-        buf_printf(&wr, "    %s(%s);\n", callee, args.p ? args.p : "");
-    else {
-        buf_puts(&wr, "    ");
-        if (decl_print(&wr, ret, "lw__r") != 0) {
-            buf_free(&retstmt);
-            goto badtype;
-        }
-        buf_printf(&wr, " = %s(%s);\n", callee, args.p ? args.p : "");
-    }
-    buf_put(&wr, restore.p, restore.len);
-    buf_printf(&wr, "    lw_guard_leave(&lw__g);\n%s}\n",
-               is_void ? "" : "    return lw__r;\n");
-    buf_free(&retstmt);
-
-    out->name = xstrdup(name);
-    out->name_off = name_off;
-    out->wrapper_name = buf_take(&wname);
-    out->body_name = buf_take(&bname);
-    out->protos = buf_take(&protos);
-    out->wrapper = buf_take(&wr);
-    out->external = !internal;
-    out->rename_in_place = in_place;
+    f->annot = xstrdup(a->text);
+    f->expire_ms = a->expire_ms;
+    f->wait_ms = a->wait_ms;
+    f->max_renew = a->max_renew;
+    expr_set(&f->on_fail, a, a->on_fail, a->on_fail_off);
+    expr_set(&f->skip_if, a, a->skip_if, a->skip_if_off);
     rc = 0;
-    goto cleanup;
-badtype:
-    diag(LW_DIAG_ERROR, msrc, name_off,
-         "the signature of '%s' uses a type that cannot be written again "
-         "(an unnamed struct or a variable-length array); use a typedef",
-         name);
 cleanup:
-    for (int i = 0; params && i < nparams; i++) {
-        free(params[i].name);
-        free(params[i].use);
-    }
-    free(params);
     free(types);
-    key_free(&key);
     free(pnames);
-    buf_free(&protos);
-    buf_free(&wr);
-    buf_free(&args);
-    buf_free(&zero);
-    buf_free(&fullspec);
-    buf_free(&wname);
-    buf_free(&bname);
-    buf_free(&lift);
-    buf_free(&restore);
+    buf_free(&ret_type);
     return rc;
-}
-
-static void func_free(lw_func *f)
-{
-    free(f->name);
-    free(f->wrapper_name);
-    free(f->body_name);
-    free(f->protos);
-    free(f->wrapper);
 }
 
 static int is_forced(const walk *w, CXFile f)
@@ -763,21 +651,21 @@ static void handle_function(walk *w, CXCursor c)
     a.at = fa.off[0];
     free(first);
     const annotated_decl *ad = find_annotated_decl(w, fa.src[0], fa.off[0]);
-    int in_place = declared_early(w, c);
     lw_func f = {0};
-    if (annot_parse(&a) == 0 && !conflict) {
-        if (build_func(w, c, &a, name, name_off, ad, in_place, &f) == 0) {
-            f.insert_off = ssrc == nsrc ? start_off : name_off;
-            lw_scan *s = w->s;
-            s->funcs =
-                xrealloc(s->funcs, sizeof *s->funcs * (size_t)(s->nfuncs + 1));
-            s->funcs[s->nfuncs++] = f;
-        }
-    } else if (a.key) {
-        /* Still check the key, so one run reports everything. */
-        if (build_func(w, c, &a, name, name_off, ad, in_place, &f) == 0)
-            func_free(&f);
-    }
+    f.name = xstrdup(name);
+    f.name_off = name_off;
+    f.insert_off = ssrc == nsrc ? start_off : name_off;
+    f.rename_in_place = declared_early(w, c);
+    int ok = annot_parse(&a) == 0 && !conflict;
+    /* A bad annotation's key is still checked, so one run reports
+     * everything. */
+    if ((ok || a.key) && model_func(w, c, &a, ad, &f) == 0 && ok) {
+        lw_scan *s = w->s;
+        s->funcs =
+            xrealloc(s->funcs, sizeof *s->funcs * (size_t)(s->nfuncs + 1));
+        s->funcs[s->nfuncs++] = f;
+    } else
+        func_free(&f);
     annot_free(&a);
 cleanup:
     free(name);

@@ -1,6 +1,7 @@
 /*
  * The woven file: the original text, with each annotated definition made
- * the body of a wrapper appended at the end (see lw_func in lwgen.h).
+ * the body of a wrapper appended at the end (emit.c writes the text of each,
+ * see lw_woven in lwgen.h; this file puts it in place).
  *
  * Every change to the original is whole lines of directives and
  * declarations between its lines, each followed by a #line that puts the
@@ -126,24 +127,27 @@ void weave(const lw_scan *s, const char *output_abs, lw_buf *out)
     const char *t = s->main.text;
     size_t n = s->main.len, at = 0;
     edits e = {0};
+    lw_woven *wv = xmalloc(sizeof *wv * (size_t)(s->nfuncs + 1));
 
     put_banner(out, s->input, "");
     buf_puts(out, "#define LW__MODE " LW_MODE_WOVEN "\n");
     for (int i = 0; i < s->nfuncs; i++) {
         const lw_func *f = &s->funcs[i];
+        emit_func(f, &wv[i]);
+        const lw_woven *v = &wv[i];
         if (f->rename_in_place) {
             size_t ins =
                 f->insert_off <= f->name_off ? f->insert_off : f->name_off;
-            add(&e, ins, 0, EDIT_INLINE, f->protos);
-            add(&e, f->name_off, strlen(f->name), EDIT_REPLACE, f->body_name);
+            add(&e, ins, 0, EDIT_INLINE, v->protos);
+            add(&e, f->name_off, strlen(f->name), EDIT_REPLACE, v->body_name);
             continue;
         }
         /* From here on the name is the wrapper's; the wrapper keeps the
          * function's symbol. */
-        if (f->external)
-            buf_printf(out, "#pragma redefine_extname %s %s\n", f->wrapper_name,
+        if (!f->internal)
+            buf_printf(out, "#pragma redefine_extname %s %s\n", v->wrapper_name,
                        f->name);
-        buf_printf(out, "#define %s %s\n", f->name, f->wrapper_name);
+        buf_printf(out, "#define %s %s\n", f->name, v->wrapper_name);
         /* The declarations go on lines of their own before the
          * definition's first line, unless code that is not the
          * definition's shares that line. */
@@ -151,13 +155,13 @@ void weave(const lw_scan *s, const char *output_abs, lw_buf *out)
         for (size_t k = ins; k < f->insert_off; k++)
             if (t[k] != ' ' && t[k] != '\t')
                 ins = f->insert_off;
-        add(&e, ins, 0, EDIT_LINES, f->protos);
+        add(&e, ins, 0, EDIT_LINES, v->protos);
         size_t eol = f->name_off;
         while (eol < n && t[eol] != '\n')
             eol++;
-        rename_others(&e, t, ins, eol, f->name, f->name_off, f->wrapper_name);
+        rename_others(&e, t, ins, eol, f->name, f->name_off, v->wrapper_name);
         lw_buf def = {0};
-        buf_printf(&def, "#define %s %s\n", f->name, f->wrapper_name);
+        buf_printf(&def, "#define %s %s\n", f->name, v->wrapper_name);
         add(&e, eol < n ? eol + 1 : n, 0, EDIT_LINES, def.p);
         e.v[e.n - 1].owned = buf_take(&def);
     }
@@ -224,9 +228,12 @@ void weave(const lw_scan *s, const char *output_abs, lw_buf *out)
             order[k - 1] = x;
         }
     for (int i = 0; i < s->nfuncs; i++)
-        put_wrapper(out, order[i]->wrapper, output_abs, &lines);
+        put_wrapper(out, wv[order[i] - s->funcs].wrapper, output_abs, &lines);
     free(order);
     for (int i = 0; i < e.n; i++)
         free(e.v[i].owned);
     free(e.v);
+    for (int i = 0; i < s->nfuncs; i++)
+        emit_free(&wv[i]);
+    free(wv);
 }
