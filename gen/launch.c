@@ -6,8 +6,9 @@
  * The build tool hands over its own compile command, so the generator sees
  * exactly the flags the compiler gets for this source and configuration,
  * and every source the target compiles reaches it, however it was added.
- * This file reads such a command and runs it again, changed as main.c asks:
- * the source replaced by its woven copy, or a definition of LW__MODE added.
+ * This file reads such a command and runs it again, changed as cli.c and
+ * main_scan.c ask: the source replaced by its woven copy, or a definition
+ * of LW__MODE added.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "args.h"

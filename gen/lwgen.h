@@ -206,7 +206,14 @@ void weave_passthrough(const char *input_abs, const char *mode, lw_buf *out);
 void put_banner(lw_buf *b, const char *input, const char *what);
 void put_line_path(lw_buf *b, const char *path);
 
-/* ---- annot.c, json.c -------------------------------------------------- */
+/* ---- small helpers for several files ---------------------------------- */
+
+/* Whether c can be part of a C identifier. */
+static inline int ident_char(char c)
+{
+    return c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+           (c >= 'A' && c <= 'Z');
+}
 
 /* The character a one-letter backslash escape stands for (n t r b f a v:
  * shared by C literals and JSON strings), or -1. */

@@ -172,8 +172,7 @@ static int written_at(const lw_src *src, size_t off, const char *name)
         memcmp(src->text + off, name, n) != 0)
         return 0;
     char after = off + n < src->len ? src->text[off + n] : 0;
-    return !(after == '_' || (after >= '0' && after <= '9') ||
-             (after >= 'a' && after <= 'z') || (after >= 'A' && after <= 'Z'));
+    return !ident_char(after);
 }
 
 typedef struct full_find {
@@ -531,8 +530,7 @@ static const char *word_at(const lw_src *src, size_t off)
     size_t n = 0;
     while (src && src->text && off + n < src->len && n + 1 < sizeof w) {
         char c = src->text[off + n];
-        if (!(c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-              (c >= 'A' && c <= 'Z')))
+        if (!ident_char(c))
             break;
         w[n++] = c;
     }

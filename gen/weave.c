@@ -44,12 +44,6 @@ static int by_pos(const void *x, const void *y)
     return a->kind - b->kind; /* whole lines before text at one place */
 }
 
-static int ident_char(char c)
-{
-    return c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-           (c >= 'A' && c <= 'Z');
-}
-
 /* Every mention of identifier name in t[from, to) outside comments and
  * literals, except the one at keep, is replaced by repl: in the lines where
  * the #define is lifted for the definition's name, a call on the same line
