@@ -11,16 +11,6 @@
 #include "check.h"
 #include "redis_harness.h"
 
-/* CHECK that a lockweave call returned `want`, naming both codes. */
-#define CHECK_RC(expr, want)                                                   \
-    do {                                                                       \
-        int check_rc_ = (expr), check_want_ = (want);                          \
-        if (check_rc_ != check_want_)                                          \
-            CHECK_FAIL_("%s returned %d (%s), expected %d (%s)", #expr,        \
-                        check_rc_, lw_strerror(check_rc_), check_want_,        \
-                        lw_strerror(check_want_));                             \
-    } while (0)
-
 /* Monotonic clock (system-wide, so comparable across processes). */
 int64_t now_us(void);
 int64_t now_ms(void);
