@@ -5,7 +5,8 @@
 #   build/sanitize  ASan + UBSan: every test but the install test and runtime_fork
 #   build/fuzz      every libFuzzer target for LW_CI_FUZZ_SECONDS (20) each
 #   build/tsan      ThreadSanitizer (clang): the runtime, cluster and fuzz-corpus tests
-#   build/memcheck  valgrind memcheck: the same, but for the few left out below
+#   build/memcheck  valgrind memcheck: the same and the unit tests, but for the
+#                   few left out below
 # Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -64,8 +65,8 @@ if [[ ${CI:-} == true ]]; then
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLW_SANITIZE=thread -DLW_BUILD_GEN=ON \
     -DLW_BUILD_SAMPLES=OFF -DLW_BUILD_BENCH=OFF -- -L '^(runtime|fuzz)$'
 
-  # valgrind memcheck over the runtime tests and the URL and reply corpus
-  # replays, in an unsanitized build.  .ci/valgrind-memcheck.sh fails a
+  # valgrind memcheck over the runtime and unit tests and the URL and reply
+  # corpus replays, in an unsanitized build.  .ci/valgrind-memcheck.sh fails a
   # test on any memory error, definite or indirect leak (also in forked
   # children) or crash; "possibly lost" is not an error (thread stacks and
   # TLS show up as that), and the tests' own timing checks are left to the
@@ -84,7 +85,7 @@ if [[ ${CI:-} == true ]]; then
   rm -rf "$memcheck_log"
   build_and_test build/memcheck -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DLW_BUILD_GEN=ON -DLW_BUILD_SAMPLES=OFF -DLW_BUILD_BENCH=OFF -- \
-    -L '^(runtime|fuzz)$' \
+    -L '^(runtime|unit|fuzz)$' \
     -E '^(runtime_security|cluster_slots|fuzz_annot_corpus|fuzz_keytmpl_corpus)$' \
     -T memcheck --overwrite MemoryCheckCommand="$PWD/.ci/valgrind-memcheck.sh" \
     --overwrite "MemoryCheckCommandOptions=--error-exitcode=97 \
