@@ -1,16 +1,12 @@
 /*
  * The watchdog: one thread per process keeps every held lease alive.
  *
- * The thread sleeps until exactly the next renewal instead of scanning all
- * locks on a fixed tick.  A renewal is due a third of its lease after the
- * last one, so leases of one length come due in the order they were queued:
- * each length gets a FIFO (O(1) to queue, pop and cancel).  Events out of
- * that order — a lease's end once max_renew ran out, a retry after a failed
- * round trip — go to a binary min-heap ordered by due time.  Due renewals go
- * out together, each backend's in one call (backend.h; the queue backend's
- * is one script per server, on the watchdog thread's own connection).  A
- * lease out of renewals (max_renew) gets one last event at the end of its
- * validity, where it is marked lost.
+ * The thread sleeps until exactly the next event of its schedule
+ * (duequeue.h) instead of scanning all locks on a fixed tick.  Due renewals
+ * go out together, each backend's in one call (backend.h; the queue
+ * backend's is one script per server, on the watchdog thread's own
+ * connection).  A lease out of renewals (max_renew) gets one last event at
+ * the end of its validity, where it is marked lost.
  */
 #include "core/watchdog.h"
 
@@ -27,99 +23,21 @@
 #include "base/stats.h"
 #include "base/thread.h"
 #include "core/backend.h"
+#include "core/duequeue.h"
 
 #define BATCH_MAX      LW_WATCHDOG_BATCH_MAX
 #define BATCH_SLACK_MS 5 /* renew a little early to batch neighbours */
 #define IDLE_WAKE_MS   1000
-#define FIFOS_MAX      16 /* lease lengths with a FIFO of their own */
-
-/* A heap entry carries its due time: sifting compares inside this one array
- * and never follows a pointer into a lease on some thread's stack (with
- * 10 000 leases those loads were a quarter of the watchdog's time). */
-struct heap_entry {
-    int64_t due_ms;
-    struct lw_lease *lease;
-};
-
-struct fifo {
-    uint32_t expire_ms;
-    struct lw_lease *head, *tail;
-};
 
 static struct {
     pthread_mutex_t mu;
-    struct fifo fifos[FIFOS_MAX];
-    int nfifos;
+    struct lw_duequeue due; /* every held lease, by its next event */
     pthread_cond_t cond;    /* work for the thread */
     pthread_cond_t settled; /* an in-flight batch finished */
-    struct heap_entry *heap;
-    int n, cap;
     int started, stopping;
     int64_t sleep_until_ms; /* 0 while awake: adders need not signal */
     pthread_t thread;
 } wd = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
-static void heap_swap(int a, int b)
-{
-    struct heap_entry t = wd.heap[a];
-    wd.heap[a] = wd.heap[b];
-    wd.heap[b] = t;
-    wd.heap[a].lease->heap_idx = a;
-    wd.heap[b].lease->heap_idx = b;
-}
-
-static void heap_up(int i)
-{
-    while (i > 0 && wd.heap[(i - 1) / 2].due_ms > wd.heap[i].due_ms) {
-        heap_swap(i, (i - 1) / 2);
-        i = (i - 1) / 2;
-    }
-}
-
-static void heap_down(int i)
-{
-    for (;;) {
-        int l = 2 * i + 1, r = l + 1, m = i;
-        if (l < wd.n && wd.heap[l].due_ms < wd.heap[m].due_ms)
-            m = l;
-        if (r < wd.n && wd.heap[r].due_ms < wd.heap[m].due_ms)
-            m = r;
-        if (m == i)
-            return;
-        heap_swap(i, m);
-        i = m;
-    }
-}
-
-static int heap_push(struct lw_lease *l)
-{
-    if (wd.n == wd.cap) {
-        int cap = wd.cap ? wd.cap * 2 : 64;
-        struct heap_entry *h = realloc(wd.heap, (size_t)cap * sizeof *h);
-        if (h == NULL)
-            return LW_ENOMEM;
-        wd.heap = h;
-        wd.cap = cap;
-    }
-    wd.heap[wd.n].due_ms = l->due_ms;
-    wd.heap[wd.n].lease = l;
-    l->heap_idx = wd.n++;
-    heap_up(l->heap_idx);
-    return LW_OK;
-}
-
-static void heap_remove(struct lw_lease *l)
-{
-    int i = l->heap_idx;
-
-    l->heap_idx = -1;
-    if (--wd.n == i)
-        return;
-    wd.heap[i] = wd.heap[wd.n];
-    wd.heap[i].lease->heap_idx = i;
-    heap_up(i);
-    heap_down(wd.heap[i].lease->heap_idx);
-}
 
 static void lease_lost(struct lw_lease *l, const char *why)
 {
@@ -127,89 +45,15 @@ static void lease_lost(struct lw_lease *l, const char *why)
     lw__log(LW_LOG_WARN, "lock %.*s lost: %s", (int)l->keylen, l->key, why);
 }
 
-/* The FIFO for leases of l's length, created on first use; NULL when all
- * FIFOS_MAX are taken by other lengths. */
-static struct fifo *fifo_for(const struct lw_lease *l)
+static void lost_on_stop(struct lw_lease *l, void *why)
 {
-    for (int i = 0; i < wd.nfifos; i++)
-        if (wd.fifos[i].expire_ms == l->expire_ms)
-            return &wd.fifos[i];
-    if (wd.nfifos == FIFOS_MAX)
-        return NULL;
-    wd.fifos[wd.nfifos].expire_ms = l->expire_ms;
-    wd.fifos[wd.nfifos].head = wd.fifos[wd.nfifos].tail = NULL;
-    return &wd.fifos[wd.nfifos++];
-}
-
-static int queue_lease(struct lw_lease *l)
-{
-    struct fifo *f = l->renews_left != 0 ? fifo_for(l) : NULL;
-
-    l->fifo = -1;
-    if (f == NULL || (f->tail != NULL && f->tail->due_ms > l->due_ms))
-        return heap_push(l); /* out of order for its FIFO */
-    l->fifo = (int)(f - wd.fifos);
-    l->prev = f->tail;
-    l->next = NULL;
-    if (f->tail)
-        f->tail->next = l;
-    else
-        f->head = l;
-    f->tail = l;
-    return LW_OK;
-}
-
-static void unqueue_lease(struct lw_lease *l)
-{
-    struct fifo *f;
-
-    if (l->heap_idx >= 0) {
-        heap_remove(l);
-        return;
-    }
-    if (l->fifo < 0)
-        return;
-    f = &wd.fifos[l->fifo];
-    if (l->prev)
-        l->prev->next = l->next;
-    else
-        f->head = l->next;
-    if (l->next)
-        l->next->prev = l->prev;
-    else
-        f->tail = l->prev;
-    l->fifo = -1;
-}
-
-static struct lw_lease *earliest(void)
-{
-    struct lw_lease *best = wd.n ? wd.heap[0].lease : NULL;
-
-    for (int i = 0; i < wd.nfifos; i++) {
-        struct lw_lease *h = wd.fifos[i].head;
-        if (h != NULL && (best == NULL || h->due_ms < best->due_ms))
-            best = h;
-    }
-    return best;
+    lease_lost(l, why);
 }
 
 /* Drop every queued lease (stop, fork child), marking each lost if asked. */
 static void forget_all(const char *lost_why)
 {
-    for (int i = 0; i < wd.n; i++) {
-        if (lost_why)
-            lease_lost(wd.heap[i].lease, lost_why);
-        wd.heap[i].lease->heap_idx = -1;
-    }
-    wd.n = 0;
-    for (int i = 0; i < wd.nfifos; i++) {
-        for (struct lw_lease *l = wd.fifos[i].head; l != NULL; l = l->next) {
-            if (lost_why)
-                lease_lost(l, lost_why);
-            l->fifo = -1;
-        }
-        wd.fifos[i].head = wd.fifos[i].tail = NULL;
-    }
+    lw__dq_clear(&wd.due, lost_why ? lost_on_stop : NULL, (void *)lost_why);
 }
 
 /* Next event: a renewal at a third of the lease, or, with no renewals left,
@@ -294,10 +138,10 @@ static int collect_due(struct lw_lease **batch, int64_t now)
     struct lw_lease *l;
     int n = 0;
 
-    while (n < BATCH_MAX && (l = earliest()) != NULL &&
+    while (n < BATCH_MAX && (l = lw__dq_earliest(&wd.due)) != NULL &&
            l->due_ms <= now + BATCH_SLACK_MS &&
            !(l->renews_left == 0 && l->due_ms > now)) {
-        unqueue_lease(l);
+        lw__dq_remove(&wd.due, l);
         l->inflight = 1;
         batch[n++] = l;
     }
@@ -316,7 +160,7 @@ static void *watchdog_main(void *arg)
         int n = collect_due(batch, now);
 
         if (n == 0) {
-            struct lw_lease *next = earliest();
+            struct lw_lease *next = lw__dq_earliest(&wd.due);
             int64_t until = next ? next->due_ms : now + IDLE_WAKE_MS;
             struct timespec ts = lw__abstime_us(until * 1000);
             wd.sleep_until_ms = until;
@@ -331,7 +175,7 @@ static void *watchdog_main(void *arg)
         for (int i = 0; i < n; i++) {
             batch[i]->inflight = 0;
             if (settle(batch[i], results[i], now, done) &&
-                queue_lease(batch[i]))
+                lw__dq_add(&wd.due, batch[i]))
                 lease_lost(batch[i], "out of memory in the watchdog");
         }
         pthread_cond_broadcast(&wd.settled);
@@ -393,15 +237,11 @@ int lw__watchdog_add(struct lw_lease *l)
 
     pthread_once(&once, register_fork_hooks);
     l->inflight = 0;
-    l->heap_idx = -1;
-    l->fifo = -1;
-    l->expire_len =
-        snprintf(l->expire_str, sizeof l->expire_str, "%u", l->expire_ms);
     schedule(l, lw__now_ms());
     pthread_mutex_lock(&wd.mu);
     rc = start_locked();
     if (rc == LW_OK)
-        rc = queue_lease(l);
+        rc = lw__dq_add(&wd.due, l);
     /* Wake the thread only if it sleeps past this lease's first event: with
      * equal leases that is rare, so a busy lock loop causes no wake-ups. */
     if (rc == LW_OK && wd.sleep_until_ms != 0 && l->due_ms < wd.sleep_until_ms)
@@ -415,7 +255,7 @@ void lw__watchdog_remove(struct lw_lease *l)
     pthread_mutex_lock(&wd.mu);
     while (l->inflight)
         pthread_cond_wait(&wd.settled, &wd.mu);
-    unqueue_lease(l);
+    lw__dq_remove(&wd.due, l);
     pthread_mutex_unlock(&wd.mu);
 }
 
