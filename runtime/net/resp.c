@@ -1,9 +1,9 @@
 /*
- * RESP encoding of our own commands.  hiredis's redisAppendCommandArgv builds
- * each command with sds strings and a printf-style formatter, allocating per
- * argument: measured with callgrind, that was ~40 % of the client's
- * instructions per lock.  Formatting into one reused buffer and handing it to
- * redisAppendFormattedCommand() costs a copy.
+ * RESP encoding of our own commands, into one buffer reused call after call
+ * and written to the socket as it is (lw__conn_send()).  hiredis's
+ * redisAppendCommandArgv() would build each command with sds strings and a
+ * printf-style formatter, allocating per argument: a large share of the
+ * client's work per lock.
  */
 #include "net/resp.h"
 
