@@ -72,7 +72,8 @@ static struct {
     int accepted;     /* connections of the current input so far */
     int hang_up;      /* see struct conn_arg */
     int active;       /* handler threads still running */
-    int listen_fd[2]; /* unix socket, TCP on 127.0.0.1 */
+    int listen_fd[4]; /* unix socket, TCP on 127.0.0.1, .2 and .3 (one port:
+                         Redlock's masters must be distinct addresses) */
     int tcp_port;
     char dir[64], path[108];
     char url[4][160]; /* per topology, see read_plan() */
@@ -164,11 +165,14 @@ static void *accept_loop(void *arg)
 {
     (void)arg;
     for (;;) {
-        struct pollfd pfd[2] = {{.fd = fk.listen_fd[0], .events = POLLIN},
-                                {.fd = fk.listen_fd[1], .events = POLLIN}};
-        if (poll(pfd, 2, -1) < 0)
+        struct pollfd pfd[4];
+        int which = 0;
+        for (int i = 0; i < 4; i++)
+            pfd[i] = (struct pollfd){.fd = fk.listen_fd[i], .events = POLLIN};
+        if (poll(pfd, 4, -1) < 0)
             continue;
-        int which = pfd[0].revents ? 0 : 1;
+        while (which < 3 && pfd[which].revents == 0)
+            which++;
         int fd = accept(fk.listen_fd[which], NULL, NULL);
         if (fd < 0)
             continue; /* EINTR, ECONNABORTED: the client gave up */
@@ -398,10 +402,18 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         getsockname(fk.listen_fd[1], (struct sockaddr *)&in, &inlen) != 0)
         abort();
     fk.tcp_port = ntohs(in.sin_port);
+    for (int i = 2; i < 4; i++) {
+        in.sin_addr.s_addr = htonl(INADDR_LOOPBACK + (uint32_t)i - 1);
+        fk.listen_fd[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fk.listen_fd[i] < 0 ||
+            bind(fk.listen_fd[i], (struct sockaddr *)&in, sizeof in) != 0 ||
+            listen(fk.listen_fd[i], 64) != 0)
+            abort();
+    }
     snprintf(fk.url[0], sizeof fk.url[0], "unix://%s", fk.path);
     snprintf(fk.url[1], sizeof fk.url[1], "unix://%s", fk.path);
     snprintf(fk.url[2], sizeof fk.url[2],
-             "redis://127.0.0.1:%d,redis://127.0.0.1:%d,redis://127.0.0.1:%d",
+             "redis://127.0.0.1:%d,redis://127.0.0.2:%d,redis://127.0.0.3:%d",
              fk.tcp_port, fk.tcp_port, fk.tcp_port);
     snprintf(fk.url[3], sizeof fk.url[3], "redis+cluster://127.0.0.1:%d",
              fk.tcp_port);

@@ -46,7 +46,7 @@ static struct lw_settings *settings_new(const lw_config *cfg)
 {
     struct lw_settings *s = calloc(1, sizeof *s);
     const char *url = cfg->redis_url, *prefix = cfg->key_prefix;
-    char err[160];
+    char err[512];
 
     if (s == NULL)
         return NULL;

@@ -4,9 +4,13 @@
 
 #include <lockweave.h>
 #include <ctype.h>
+#include <limits.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
 
 /* s with everything between its first "://" (or its start) and its last
  * '@' replaced by "***": error messages are logged, and a URL refused for
@@ -267,6 +271,74 @@ static int inherit_auth(struct lw_endpoints *e)
     return oom ? LW_ENOMEM : LW_OK;
 }
 
+/* The addresses host resolves to (NULL when it does not resolve now). */
+static struct addrinfo *resolve(const char *host)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+
+    return getaddrinfo(host, NULL, &hints, &ai) == 0 ? ai : NULL;
+}
+
+static int same_address(const struct addrinfo *a, const struct addrinfo *b)
+{
+    for (; a != NULL; a = a->ai_next)
+        for (const struct addrinfo *q = b; q != NULL; q = q->ai_next)
+            if (a->ai_family == q->ai_family &&
+                a->ai_addrlen == q->ai_addrlen &&
+                memcmp(a->ai_addr, q->ai_addr, a->ai_addrlen) == 0)
+                return 1;
+    return 0;
+}
+
+/* Do a and b name one server (and database)?  Host names are compared by
+ * what they resolve to ("localhost" is 127.0.0.1), unix sockets by their
+ * real path. */
+static int same_server(const struct lw_url *a, struct addrinfo *aa,
+                       const struct lw_url *b, struct addrinfo *ba)
+{
+    char ra[PATH_MAX], rb[PATH_MAX];
+
+    if (a->db != b->db || (a->path == NULL) != (b->path == NULL))
+        return 0;
+    if (a->path != NULL)
+        return strcmp(realpath(a->path, ra) ? ra : a->path,
+                      realpath(b->path, rb) ? rb : b->path) == 0;
+    if (a->port != b->port)
+        return 0;
+    if (aa != NULL && ba != NULL)
+        return same_address(aa, ba);
+    return strcasecmp(a->host, b->host) == 0;
+}
+
+/* Redlock's safety rests on independent masters: one server named twice
+ * would cast several votes, and could make a quorum alone. */
+static int distinct_masters(const struct lw_endpoints *e, char *err,
+                            size_t errlen)
+{
+    struct addrinfo *ai[LW_ENDPOINTS_MAX] = {0};
+    char one[128], two[128];
+    int rc = LW_OK;
+
+    for (int i = 0; i < e->n; i++)
+        if (e->urls[i].host != NULL)
+            ai[i] = resolve(e->urls[i].host);
+    for (int i = 0; i < e->n && rc == LW_OK; i++)
+        for (int j = i + 1; j < e->n && rc == LW_OK; j++)
+            if (same_server(&e->urls[i], ai[i], &e->urls[j], ai[j])) {
+                lw__url_describe(&e->urls[i], one, sizeof one);
+                lw__url_describe(&e->urls[j], two, sizeof two);
+                snprintf(err, errlen,
+                         "Redlock masters must be distinct servers: %s and "
+                         "%s are one",
+                         one, two);
+                rc = LW_ECONFIG;
+            }
+    for (int i = 0; i < e->n; i++)
+        if (ai[i] != NULL)
+            freeaddrinfo(ai[i]);
+    return rc;
+}
+
 int lw__endpoints_parse(const char *s, struct lw_endpoints *e, char *err,
                         size_t errlen)
 {
@@ -300,6 +372,8 @@ int lw__endpoints_parse(const char *s, struct lw_endpoints *e, char *err,
     }
     if (rc == LW_OK && cluster)
         rc = inherit_auth(e);
+    if (rc == LW_OK && e->topology == LW_TOPO_REDLOCK)
+        rc = distinct_masters(e, err, errlen);
     if (rc != LW_OK)
         lw__endpoints_free(e);
     return rc;

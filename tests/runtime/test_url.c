@@ -39,6 +39,12 @@ static int bad_urls(const char *good_url)
         "redis://127.0.0.1:6379/0/1", /* trailing junk */
         "unix://",                    /* no socket path */
         "redis://127.0.0.1:6379 x",   /* trailing junk */
+        /* Redlock: one server named twice would vote twice. */
+        "redis://127.0.0.1:7001,redis://127.0.0.1:7001,redis://127.0.0.1:7002",
+        "redis://localhost:7001,redis://127.0.0.1:7002,redis://127.0.0.1:7001",
+        "redis://u:p@127.0.0.1:7001/3,redis://127.0.0.1:7002,"
+        "redis://127.0.0.1:7001/3",
+        "unix:///dev/null,unix:///dev/../dev/null,redis://127.0.0.1:7001",
     };
     int accepted = 0;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -76,6 +82,13 @@ static void good_urls(const rh_server *s)
                   lw_strerror(rc));
         lock_once(url);
     }
+    /* Redlock masters: other ports, other databases, other addresses. */
+    CHECK_RC(configure("redis://127.0.0.1:7001,redis://127.0.0.1:7002,"
+                       "redis://127.0.0.1:7003"),
+             LW_OK);
+    CHECK_RC(configure("redis://127.0.0.1:7001/1,redis://127.0.0.1:7001/2,"
+                       "redis://127.0.0.2:7001"),
+             LW_OK);
     /* Accepted without connecting (nothing listens there, maybe). */
     CHECK_RC(configure("redis://127.0.0.1:6379"), LW_OK);
     CHECK_RC(configure("redis://u:p@10.0.0.1:6380/15"), LW_OK);
