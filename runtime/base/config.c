@@ -2,6 +2,7 @@
  * lw_configure() for programs that prefer code. */
 #include "base/config.h"
 
+#include <ctype.h>
 #include <lockweave.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -32,7 +33,9 @@ static int env_int(const char *name, int min, int fallback)
     if (v == NULL || *v == '\0')
         return fallback;
     n = strtol(v, &end, 10);
-    if (*end != '\0' || n < min || n > 3600 * 1000) {
+    /* Digits only: strtol() would take " 5" and "+5" too. */
+    if (!isdigit((unsigned char)*v) || *end != '\0' || n < min ||
+        n > 3600 * 1000) {
         lw__log(LW_LOG_WARN, "ignoring %s=%s: not a whole number >= %d", name,
                 v, min);
         return fallback;

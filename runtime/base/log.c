@@ -19,14 +19,31 @@ static int log_level = LW_LOG_WARN;
 static const char *const level_names[] = {"debug", "info", "warn", "error",
                                           "off"};
 
+/* LOCKWEAVE_LOG named no level: said once, after initialization (logging
+ * from inside pthread_once() would wait on itself). */
+static int env_level_bad;
+
 static void log_init_from_env(void)
 {
     const char *v = getenv("LOCKWEAVE_LOG");
     if (v == NULL)
         return;
     for (int i = LW_LOG_DEBUG; i <= LW_LOG_OFF; i++)
-        if (strcasecmp(v, level_names[i]) == 0)
+        if (strcasecmp(v, level_names[i]) == 0) {
             log_level = i;
+            return;
+        }
+    env_level_bad = 1;
+}
+
+static void log_init(void)
+{
+    pthread_once(&log_once, log_init_from_env);
+    if (__atomic_exchange_n(&env_level_bad, 0, __ATOMIC_RELAXED))
+        lw__log(LW_LOG_WARN,
+                "ignoring LOCKWEAVE_LOG=%s: not debug, info, warn, error or "
+                "off",
+                getenv("LOCKWEAVE_LOG"));
 }
 
 void lw_set_logger(lw_log_fn fn, void *ud, int min_level)
@@ -38,6 +55,7 @@ void lw_set_logger(lw_log_fn fn, void *ud, int min_level)
     if (min_level >= LW_LOG_DEBUG && min_level <= LW_LOG_OFF)
         log_level = min_level;
     pthread_mutex_unlock(&log_mu);
+    log_init(); /* a bad LOCKWEAVE_LOG is told to the new sink */
 }
 
 /* msg with every byte outside printable ASCII as \xNN and '\' doubled:
@@ -71,7 +89,7 @@ void lw__log(int level, const char *fmt, ...)
     char msg[512], line[4 * sizeof msg];
     va_list ap;
 
-    pthread_once(&log_once, log_init_from_env);
+    log_init();
     /* A racy read is fine for the fast "disabled" answer; the sink itself is
      * read under the mutex so fn and ud always match. */
     if (level < __atomic_load_n(&log_level, __ATOMIC_RELAXED))

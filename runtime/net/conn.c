@@ -93,6 +93,21 @@ void lw__conn_fail(struct lw_conn *c, int rc, const char *what)
     lw__conn_drop(c);
 }
 
+/* What c's last I/O error was, for a log line: hiredis reports a read past
+ * the command timeout as EAGAIN's text, which says nothing to a reader. */
+static const char *io_error(const struct lw_conn *c)
+{
+    static _Thread_local char buf[96];
+
+    if (c->ctx->err == REDIS_ERR_IO &&
+        strcmp(c->ctx->errstr, strerror(EAGAIN)) == 0) {
+        snprintf(buf, sizeof buf, "no reply within %d ms (command timeout)",
+                 lw__settings()->command_timeout_ms);
+        return buf;
+    }
+    return c->ctx->errstr;
+}
+
 int lw__conn_send(struct lw_conn *c, const char *p, size_t n)
 {
     /* send(MSG_NOSIGNAL), not hiredis's write(): a server that hung up
@@ -134,7 +149,7 @@ static int setup_cmd(struct lw_conn *c, int code, int argc, const char **argv)
         r = NULL;
     c->out.len = 0;
     if (r == NULL) {
-        snprintf(what, sizeof what, "%s failed: %s", argv[0], c->ctx->errstr);
+        snprintf(what, sizeof what, "%s failed: %s", argv[0], io_error(c));
         rc = LW_EREDIS;
     } else if (r->type == REDIS_REPLY_ERROR) {
         snprintf(what, sizeof what, "%s refused: %s", argv[0], r->str);
@@ -334,7 +349,7 @@ int lw__conn_start(struct lw_conn *c, const struct lw_request *q,
         return LW_OK;
     if (!x->sent)
         return LW_ENOMEM;
-    lw__conn_broke(c, x, c->ctx->errstr);
+    lw__conn_broke(c, x, io_error(c));
     return LW_EREDIS;
 }
 
@@ -381,9 +396,34 @@ void lw__replies_free(redisReply **out, int n)
     }
 }
 
+/* s for a log line, runs of 16 or more hex digits cut to their first 4:
+ * an error reply may echo a command's arguments ("unknown command ...,
+ * with args beginning with: ..."), and a lock token among them must not
+ * reach a log at WARN. */
+static void mask_tokens(const char *s, char *out, size_t cap)
+{
+    size_t n = 0;
+
+    while (*s && n + 8 < cap) {
+        size_t run = strspn(s, "0123456789abcdefABCDEF");
+        if (run >= 16) {
+            memcpy(out + n, s, 4);
+            memcpy(out + n + 4, "...", 3);
+            n += 7;
+            s += run;
+        } else {
+            out[n++] = *s++;
+        }
+    }
+    out[n] = '\0';
+}
+
 void lw__conn_log_error(const redisReply *r)
 {
-    lw__log(LW_LOG_WARN, "Redis error reply: %s", r->str);
+    char shown[256];
+
+    mask_tokens(r->str, shown, sizeof shown);
+    lw__log(LW_LOG_WARN, "Redis error reply: %s", shown);
     LW_STAT_ADD(redis_errors, 1);
 }
 
@@ -417,7 +457,7 @@ int lw__conn_run(struct lw_conn *c, const struct lw_request *q,
             continue; /* x.again: replay on a new connection */
         if (read_replies(c, q, out) != 0) {
             lw__replies_free(out, n);
-            lw__conn_broke(c, &x, c->ctx->errstr);
+            lw__conn_broke(c, &x, io_error(c));
             rc = LW_EREDIS;
         } else if (lw__conn_noscript(q, &x, out[0])) {
             out[0] = NULL;

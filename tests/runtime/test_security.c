@@ -489,6 +489,44 @@ static void make_warnings(void)
     CHECK_RC(lw_guard_leave(&g), LW_ELOST);
 }
 
+/* A server without EVAL/EVALSHA (renamed away): its error reply echoes
+ * the release script's arguments, our token among them; the warning that
+ * logs the reply must not carry it. */
+static void echoed_arguments(void)
+{
+    static const char *const renamed[] = {"--rename-command",
+                                          "EVALSHA",
+                                          "",
+                                          "--rename-command",
+                                          "EVAL",
+                                          "",
+                                          NULL};
+    rh_opts o;
+    rh_server bare;
+    redisReply *r;
+    char head[17];
+    lw_guard g;
+
+    rh_opts_init(&o);
+    o.extra_args = renamed;
+    CHECK_EQ(rh_start(&bare, &o), 0);
+    use_url(bare.url, 1000, 2000);
+    CHECK_RC(lock_str(&g, "echoed", 5000, 0), LW_OK);
+    r = rh_cmd(&bare, "GET lock:echoed");
+    CHECK(r != NULL && r->type == REDIS_REPLY_STRING && r->len > 16);
+    snprintf(head, sizeof head, "%.16s", r->str);
+    freeReplyObject(r);
+    /* The release script is refused: the lock ends by its TTL. */
+    CHECK_RC(lw_guard_leave(&g), LW_OK);
+    CHECK(logged("unknown command", LW_LOG_WARN, 0) > 0);
+    if (logged(head, LW_LOG_INFO, 1) > 0) {
+        fprintf(stderr, "a logged error reply holds a token\n");
+        failures++;
+    }
+    use_url(alice_url, 1000, 2000);
+    rh_stop(&bare);
+}
+
 static void password_failures(void)
 {
     char url[512];
@@ -599,6 +637,7 @@ int main(int argc, char **argv)
     only_the_owner();
     unguessable("/proc/self/exe");
     make_warnings();
+    echoed_arguments();
     password_failures();
     nothing_secret_logged();
 

@@ -1,0 +1,89 @@
+/*
+ * What the log says about odd settings and slow servers:
+ *  - LOCKWEAVE_LOG naming no level, and *_MS values with a sign, spaces or
+ *    junk, are ignored with a warning each (the defaults apply), not taken
+ *    silently;
+ *  - a server that stops answering is logged as a command timeout with its
+ *    length, not as EAGAIN's "Resource temporarily unavailable".
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static char lines[64][512];
+static int nlines;
+
+static void capture(int level, const char *msg, void *ud)
+{
+    (void)level;
+    (void)ud;
+    pthread_mutex_lock(&mu);
+    if (nlines < 64)
+        snprintf(lines[nlines++], sizeof lines[0], "%s", msg);
+    pthread_mutex_unlock(&mu);
+}
+
+static int logged(const char *needle)
+{
+    int n = 0;
+
+    pthread_mutex_lock(&mu);
+    for (int i = 0; i < nlines; i++)
+        n += strstr(lines[i], needle) != NULL;
+    pthread_mutex_unlock(&mu);
+    return n;
+}
+
+static void show(void)
+{
+    for (int i = 0; i < nlines; i++)
+        fprintf(stderr, "  log: %s\n", lines[i]);
+}
+
+int main(void)
+{
+    rh_server s;
+    lw_guard g;
+    lw_config cfg;
+
+    CHECK_EQ(rh_start(&s, NULL), 0);
+    setenv("LOCKWEAVE_LOG", "bogus", 1);
+    setenv("LOCKWEAVE_CONNECT_TIMEOUT_MS", " 500", 1);
+    setenv("LOCKWEAVE_HANDOFF_MS", "+2", 1);
+    setenv("LOCKWEAVE_WAIT_TIMEOUT_MS", "100 ", 1);
+    lw_set_logger(capture, NULL, LW_LOG_INFO);
+    CHECK_MSG(logged("ignoring LOCKWEAVE_LOG=bogus") == 1, "bad level");
+
+    lw_config_init(&cfg);
+    cfg.redis_url = s.url;
+    cfg.command_timeout_ms = 300;
+    CHECK_RC(lw_configure(&cfg), LW_OK);
+    if (logged("ignoring LOCKWEAVE_CONNECT_TIMEOUT_MS= 500") != 1 ||
+        logged("ignoring LOCKWEAVE_HANDOFF_MS=+2") != 1 ||
+        logged("ignoring LOCKWEAVE_WAIT_TIMEOUT_MS=100 ") != 1) {
+        show();
+        CHECK_MSG(0, "a bad *_MS value was taken silently");
+    }
+    /* The defaults apply: locking works. */
+    CHECK_RC(lock_str(&g, "values", 5000, 0), LW_OK);
+    CHECK_RC(lw_guard_leave(&g), LW_OK);
+
+    /* A stopped server: the connection is open, no reply comes. */
+    CHECK_EQ(rh_pause(&s), 0);
+    CHECK_RC(lock_str(&g, "values", 5000, 0), LW_EREDIS);
+    CHECK_EQ(rh_resume(&s), 0);
+    if (logged("no reply within 300 ms (command timeout)") < 1 ||
+        logged("temporarily unavailable") != 0) {
+        show();
+        CHECK_MSG(0, "the timeout was not logged as one");
+    }
+
+    lw_set_logger(NULL, NULL, LW_LOG_WARN);
+    lw_shutdown();
+    rh_stop(&s);
+    printf("env_values: ok\n");
+    return 0;
+}
