@@ -94,13 +94,46 @@ static struct lw_conn *conn_to(const struct lw_url *u)
     return nc->conn;
 }
 
+/* The configuration (lw_settings.gen) whose seed said it is no cluster
+ * node, and until when to believe it without asking again: every call then
+ * fails at once with LW_ECONFIG instead of retrying for its whole wait. */
+static unsigned not_cluster_gen;
+static int64_t not_cluster_until_ms;
+#define NOT_CLUSTER_RECHECK_MS 1000
+
+static int not_a_cluster(const struct lw_settings *s, const struct lw_url *u,
+                         const redisReply *r)
+{
+    char where[256];
+
+    if (__atomic_exchange_n(&not_cluster_gen, s->gen, __ATOMIC_RELAXED) !=
+        s->gen) {
+        lw__url_describe(u, where, sizeof where);
+        lw__log(LW_LOG_ERROR,
+                "LOCKWEAVE_REDIS_URL is redis+cluster:// but %s is not a "
+                "Redis Cluster node (%s): use redis:// for one server",
+                where, r->str);
+    }
+    __atomic_store_n(&not_cluster_until_ms,
+                     lw__now_ms() + NOT_CLUSTER_RECHECK_MS, __ATOMIC_RELAXED);
+    return LW_ECONFIG;
+}
+
+static int known_not_cluster(const struct lw_settings *s)
+{
+    return __atomic_load_n(&not_cluster_gen, __ATOMIC_RELAXED) == s->gen &&
+           lw__now_ms() <
+               __atomic_load_n(&not_cluster_until_ms, __ATOMIC_RELAXED);
+}
+
 /* Ask node u for CLUSTER SLOTS and publish the map.  LW_OK or why not. */
 static int learn_from(const struct lw_settings *s, const struct lw_url *u)
 {
     static const char *argv[] = {"CLUSTER", "SLOTS"};
     static const size_t lens[] = {7, 5};
     struct lw_cmd cmd = {2, argv, lens};
-    struct lw_request q = {.cmds = &cmd, .ncmds = 1};
+    struct lw_request q = {
+        .cmds = &cmd, .ncmds = 1, .flags = LW_REQ_RAW_ERRORS};
     struct lw_conn *c = conn_to(u);
     struct lw_slotmap *m;
     redisReply *r;
@@ -111,6 +144,15 @@ static int learn_from(const struct lw_settings *s, const struct lw_url *u)
     rc = lw__conn_run(c, &q, &r, &replayed);
     if (rc != LW_OK)
         return rc;
+    if (r->type == REDIS_REPLY_ERROR) {
+        rc = strstr(r->str, "cluster support disabled") != NULL
+                 ? not_a_cluster(s, u, r)
+                 : LW_EREDIS;
+        if (rc != LW_ECONFIG)
+            lw__conn_log_error(r);
+        freeReplyObject(r);
+        return rc;
+    }
     rc = lw__slotmap_parse(r, u, &s->ep.urls[0], s->gen, &m);
     freeReplyObject(r);
     if (rc == LW_OK)
@@ -127,9 +169,10 @@ static int learn(const struct lw_settings *s)
     if (m != NULL && m->cfg_gen == s->gen)
         for (int i = 0; i < m->nnodes && rc != LW_OK && rc != LW_ENOMEM; i++)
             rc = learn_from(s, &m->nodes[i]);
-    for (int i = 0; i < s->ep.n && rc != LW_OK && rc != LW_ENOMEM; i++)
+    for (int i = 0;
+         i < s->ep.n && rc != LW_OK && rc != LW_ENOMEM && rc != LW_ECONFIG; i++)
         rc = learn_from(s, &s->ep.urls[i]);
-    if (rc != LW_OK)
+    if (rc != LW_OK && rc != LW_ECONFIG)
         lw__log(LW_LOG_WARN, "Redis Cluster: no node told the slot map (%s)",
                 lw_strerror(rc));
     return rc;
@@ -222,12 +265,16 @@ int lw__route_run(const struct lw_settings *s, int slot,
     int redirected = 0;
 
     *replayed = 0;
+    if (known_not_cluster(s))
+        return LW_ECONFIG;
     if (deadline_us == 0)
         deadline_us = lw__now_us() + (int64_t)s->command_timeout_ms * 1000;
     for (;;) {
         const struct lw_slotmap *m = redirected ? NULL : map_for(s);
         struct lw_conn *c;
         int rep = 0;
+        if (known_not_cluster(s))
+            return LW_ECONFIG;
         if (!redirected) {
             if (m == NULL || m->owner[slot] == LW_SLOT_UNSERVED) {
                 rc = LW_EREDIS; /* no map, or a failover in progress */

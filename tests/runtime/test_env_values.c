@@ -4,7 +4,9 @@
  *    junk, are ignored with a warning each (the defaults apply), not taken
  *    silently;
  *  - a server that stops answering is logged as a command timeout with its
- *    length, not as EAGAIN's "Resource temporarily unavailable".
+ *    length, not as EAGAIN's "Resource temporarily unavailable";
+ *  - redis+cluster:// naming a server without cluster support fails at
+ *    once with LW_ECONFIG and one error line, not after the whole wait.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -79,6 +81,22 @@ int main(void)
         logged("temporarily unavailable") != 0) {
         show();
         CHECK_MSG(0, "the timeout was not logged as one");
+    }
+
+    /* Not a cluster node. */
+    char url[128];
+    snprintf(url, sizeof url, "redis+cluster://127.0.0.1:%d", s.port);
+    cfg.redis_url = url;
+    cfg.command_timeout_ms = 0;
+    CHECK_RC(lw_configure(&cfg), LW_OK);
+    int64_t t0 = now_ms();
+    for (int i = 0; i < 3; i++)
+        CHECK_RC(lock_str(&g, "values", 5000, 5000), LW_ECONFIG);
+    CHECK_MSG(now_ms() - t0 < 2000, "took %lld ms", (long long)(now_ms() - t0));
+    if (logged("is not a Redis Cluster node") != 1 ||
+        logged("no node told the slot map") != 0) {
+        show();
+        CHECK_MSG(0, "not one line saying the server is no cluster node");
     }
 
     lw_set_logger(NULL, NULL, LW_LOG_WARN);
