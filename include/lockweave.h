@@ -273,9 +273,11 @@ LW_API void lw_set_last_error(int code);
 LW_API int lw_lock(lw_guard *g, const char *key, size_t keylen,
                    const lw_lock_opts *opts);
 
-/* Release held locks now and stop the runtime's threads (optional: tests and
- * leak checkers).  Guards still entered are reported lost.  Not thread-safe
- * with concurrent guarded calls. */
+/* Release held locks in Redis now and stop the runtime's threads (optional:
+ * tests and leak checkers).  Guards still entered read as lost: leaving one
+ * is LW_ELOST and changes nothing in Redis.  No thread may be inside
+ * lw_guard_enter() or lw_guard_leave() meanwhile.  The next call starts the
+ * runtime again. */
 LW_API void lw_shutdown(void);
 
 #ifdef __cplusplus

@@ -101,6 +101,9 @@ static int check(const struct lw_gimpl *g)
 static int give_back(struct lw_lease *l)
 {
     lw__watchdog_remove(l);
+    /* Released by lw_shutdown() already, whose configuration is gone. */
+    if (__atomic_load_n(&l->ended, __ATOMIC_ACQUIRE))
+        return LW_ELOST;
     return l->be->release(l);
 }
 

@@ -22,6 +22,7 @@ void lw__lease_init(struct lw_lease *l, const struct lw_backend *be,
     l->fifo = -1;
     l->inflight = 0;
     l->lost = 0;
+    l->ended = 0;
 }
 
 void lw__lease_mark_lost(struct lw_lease *l)

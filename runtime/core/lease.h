@@ -38,6 +38,7 @@ struct lw_lease {
     struct lw_lease *prev, *next; /* links in that FIFO */
     int inflight;                 /* the watchdog is renewing it right now */
     int lost;                     /* atomic: set once, by watchdog or release */
+    int ended; /* released by lw_shutdown(): nothing left to give back */
 };
 
 /* Prepare l for taking key (not copied: it must outlive l) through be

@@ -45,15 +45,21 @@ static void lease_lost(struct lw_lease *l, const char *why)
     lw__log(LW_LOG_WARN, "lock %.*s lost: %s", (int)l->keylen, l->key, why);
 }
 
-static void lost_on_stop(struct lw_lease *l, void *why)
+/* lw_shutdown(): give l back now (its guard, still entered, then reads
+ * LW_ELOST and releases nothing). */
+static void release_on_stop(struct lw_lease *l, void *arg)
 {
-    lease_lost(l, why);
+    (void)arg;
+    l->be->release(l);
+    __atomic_store_n(&l->ended, 1, __ATOMIC_RELEASE);
+    lease_lost(l, "released by lw_shutdown()");
 }
 
-/* Drop every queued lease (stop, fork child), marking each lost if asked. */
-static void forget_all(const char *lost_why)
+/* Drop every queued lease, releasing each in Redis if asked (shutdown; a
+ * forked child only forgets the parent's). */
+static void forget_all(int release)
 {
-    lw__dq_clear(&wd.due, lost_why ? lost_on_stop : NULL, (void *)lost_why);
+    lw__dq_clear(&wd.due, release ? release_on_stop : NULL, NULL);
 }
 
 /* Next event: a renewal at a third of the lease, or, with no renewals left,
@@ -217,7 +223,7 @@ static void atfork_parent(void)
  * child never uses it.) */
 static void atfork_child(void)
 {
-    forget_all(NULL);
+    forget_all(0);
     wd.started = 0;
     wd.sleep_until_ms = 0;
     pthread_mutex_unlock(&wd.mu);
@@ -271,7 +277,7 @@ void lw__watchdog_stop(void)
     pthread_mutex_unlock(&wd.mu);
     pthread_join(wd.thread, NULL);
     pthread_mutex_lock(&wd.mu);
-    forget_all("lw_shutdown() stopped its renewal");
+    forget_all(1);
     wd.started = 0;
     pthread_cond_destroy(&wd.cond);
     pthread_cond_destroy(&wd.settled);
