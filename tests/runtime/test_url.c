@@ -42,8 +42,7 @@ static int bad_urls(const char *good_url)
         /* Redlock: one server named twice would vote twice. */
         "redis://127.0.0.1:7001,redis://127.0.0.1:7001,redis://127.0.0.1:7002",
         "redis://localhost:7001,redis://127.0.0.1:7002,redis://127.0.0.1:7001",
-        "redis://u:p@127.0.0.1:7001/3,redis://127.0.0.1:7002,"
-        "redis://127.0.0.1:7001/3",
+        "redis://u:p@127.0.0.1:7001/3,redis://127.0.0.1:7001/3",
         "unix:///dev/null,unix:///dev/../dev/null,redis://127.0.0.1:7001",
     };
     int accepted = 0;
