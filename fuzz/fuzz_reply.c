@@ -20,10 +20,11 @@
  * streams of the connections in the order they are opened (the guarded
  * thread's first; then, as it happens, the other masters', the cluster
  * nodes' and the watchdog's), separated by "|||"; "%PORT%" in them stands
- * for the fake server's TCP port.  The fake server writes a connection's
- * whole stream at once and half-closes, so the runtime reads replies, then
- * EOF, instead of waiting for a timeout; short timeouts (lw_config) bound
- * the rest.
+ * for the fake server's TCP port.  Each stream starts with the answer to
+ * the INFO every new connection sends (the seeds answer "+").  The fake server
+ * writes a connection's whole stream at once and half-closes, so the runtime
+ * reads replies, then EOF, instead of waiting for a timeout; short timeouts
+ * (lw_config) bound the rest.
  *
  * A waiter's wake-up is part of the guarded thread's own stream (in a
  * cluster, its connection to the key's node): with the lock busy, the

@@ -36,7 +36,8 @@ static int release_verdict(struct lw_lease *l, long long result, int replayed,
      * while our lease was still valid, that is our own delete. */
     if (result == 0 && replayed && lw__now_ms() < l->valid_until_ms)
         return LW_OK;
-    why = result == 0 ? "the lease had expired" : "another owner holds it";
+    why = result == 0 ? "the key was gone (expired, or evicted by Redis)"
+                      : "another owner holds it";
     lw__log(LW_LOG_WARN, "lock %.*s lost before release: %s", (int)l->keylen,
             l->key, why);
     lw__lease_mark_lost(l);

@@ -92,7 +92,8 @@ static int settle(struct lw_lease *l, int result, int64_t sent_ms, int64_t now)
         return 1;
     }
     if (result == LW_ELOST) {
-        lease_lost(l, "the key expired or belongs to another owner");
+        lease_lost(l, "the key is gone (expired, or evicted by Redis) or "
+                      "another owner's");
         return 0;
     }
     LW_STAT_ADD(renewed, 1);

@@ -5,6 +5,7 @@
 
 #include <lockweave.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,8 +133,11 @@ int lw__conn_send(struct lw_conn *c, const char *p, size_t n)
     return 0;
 }
 
-/* One command on a context that is being set up; LW_OK or code. */
-static int setup_cmd(struct lw_conn *c, int code, int argc, const char **argv)
+/* One command on a context that is being set up: LW_OK, LW_EREDIS when no
+ * reply came, or code for an error reply (LW_OK: an error reply is fine).
+ * With keep, a reply is handed over there (the caller frees it). */
+static int setup_cmd(struct lw_conn *c, int code, int argc, const char **argv,
+                     redisReply **keep)
 {
     redisReply *r = NULL;
     size_t lens[3];
@@ -155,9 +159,74 @@ static int setup_cmd(struct lw_conn *c, int code, int argc, const char **argv)
         snprintf(what, sizeof what, "%s refused: %s", argv[0], r->str);
         rc = code;
     }
-    freeReplyObject(r);
+    if (keep != NULL && r != NULL)
+        *keep = r;
+    else
+        freeReplyObject(r);
     if (rc != LW_OK)
         note_failure(c, rc, what);
+    return rc;
+}
+
+/* Servers already warned about (described), so each is named once. */
+static pthread_mutex_t evict_mu = PTHREAD_MUTEX_INITIALIZER;
+static char evict_warned[32][128];
+static int nevict_warned;
+
+/*
+ * An allkeys-* maxmemory policy lets Redis evict lock keys and fence
+ * counters under memory pressure: two holders could then overlap and
+ * fences repeat, with nothing to tell.  Ask (INFO, which an ACL may deny:
+ * then nothing is known and nothing said) and warn once per server.
+ */
+static void evict_lock(void)
+{
+    pthread_mutex_lock(&evict_mu);
+}
+
+static void evict_unlock(void)
+{
+    pthread_mutex_unlock(&evict_mu);
+}
+
+static void evict_register_fork(void)
+{
+    static const struct lw_fork_hooks hooks = {evict_lock, evict_unlock,
+                                               evict_unlock};
+    lw__fork_register(&hooks);
+}
+
+static int check_eviction(struct lw_conn *c, const struct lw_url *u)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    const char *argv[] = {"INFO", "memory"};
+    redisReply *r = NULL;
+    char where[128], policy[32] = "";
+    const char *p;
+    int rc = setup_cmd(c, LW_OK, 2, argv, &r), seen = 0;
+
+    if (rc == LW_OK && r != NULL && r->type == REDIS_REPLY_STRING &&
+        (p = strstr(r->str, "maxmemory_policy:")) != NULL)
+        sscanf(p + 17, "%31[a-z-]", policy);
+    freeReplyObject(r);
+    if (strncmp(policy, "allkeys-", 8) != 0)
+        return rc;
+    lw__url_describe(u, where, sizeof where);
+    pthread_once(&once, evict_register_fork);
+    pthread_mutex_lock(&evict_mu);
+    for (int i = 0; i < nevict_warned; i++)
+        seen |= strcmp(evict_warned[i], where) == 0;
+    if (!seen && nevict_warned < 32)
+        snprintf(evict_warned[nevict_warned++], sizeof evict_warned[0], "%s",
+                 where);
+    pthread_mutex_unlock(&evict_mu);
+    if (!seen)
+        lw__log(LW_LOG_WARN,
+                "Redis %s has maxmemory-policy %s: under memory pressure it "
+                "may evict lock keys and fence counters, so two holders "
+                "could overlap and fences repeat; use noeviction or a "
+                "volatile-* policy",
+                where, policy);
     return rc;
 }
 
@@ -169,13 +238,15 @@ static int handshake(struct lw_conn *c, const struct lw_url *u)
     if (u->password != NULL) {
         const char *argv[] = {"AUTH", u->user ? u->user : u->password,
                               u->password};
-        rc = setup_cmd(c, LW_EAUTH, u->user ? 3 : 2, argv);
+        rc = setup_cmd(c, LW_EAUTH, u->user ? 3 : 2, argv, NULL);
     }
     if (rc == LW_OK && u->db != 0) {
         const char *argv[] = {"SELECT", db};
         snprintf(db, sizeof db, "%d", u->db);
-        rc = setup_cmd(c, LW_EAUTH, 2, argv);
+        rc = setup_cmd(c, LW_EAUTH, 2, argv, NULL);
     }
+    if (rc == LW_OK)
+        rc = check_eviction(c, u);
     return rc;
 }
 

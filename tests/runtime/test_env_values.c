@@ -6,7 +6,10 @@
  *  - a server that stops answering is logged as a command timeout with its
  *    length, not as EAGAIN's "Resource temporarily unavailable";
  *  - redis+cluster:// naming a server without cluster support fails at
- *    once with LW_ECONFIG and one error line, not after the whole wait.
+ *    once with LW_ECONFIG and one error line, not after the whole wait;
+ *  - a server whose maxmemory-policy may evict lock keys (allkeys-*) is
+ *    named in one warning, however many connections go to it; a volatile-*
+ *    one in none.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -15,7 +18,7 @@
 #include "util.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static char lines[64][512];
+static char lines[256][512];
 static int nlines;
 
 static void capture(int level, const char *msg, void *ud)
@@ -23,7 +26,7 @@ static void capture(int level, const char *msg, void *ud)
     (void)level;
     (void)ud;
     pthread_mutex_lock(&mu);
-    if (nlines < 64)
+    if (nlines < 256)
         snprintf(lines[nlines++], sizeof lines[0], "%s", msg);
     pthread_mutex_unlock(&mu);
 }
@@ -98,6 +101,32 @@ int main(void)
         show();
         CHECK_MSG(0, "not one line saying the server is no cluster node");
     }
+
+    /* Eviction policies. */
+    static const char *const allkeys[] = {"--maxmemory-policy", "allkeys-lru",
+                                          NULL};
+    static const char *const volatile_[] = {"--maxmemory-policy",
+                                            "volatile-lru", NULL};
+    rh_opts o;
+    rh_server ev;
+    rh_opts_init(&o);
+    o.extra_args = allkeys;
+    CHECK_EQ(rh_start(&ev, &o), 0);
+    use_server(&ev);
+    for (int i = 0; i < 3; i++) {
+        CHECK_RC(lock_str(&g, "values", 5000, 0), LW_OK);
+        CHECK_RC(lw_guard_leave(&g), LW_OK);
+        use_server(&ev); /* a new configuration: new connections */
+    }
+    CHECK_MSG(logged("maxmemory-policy allkeys-lru") == 1, "eviction warning");
+    rh_stop(&ev);
+    o.extra_args = volatile_;
+    CHECK_EQ(rh_start(&ev, &o), 0);
+    use_server(&ev);
+    CHECK_RC(lock_str(&g, "values", 5000, 0), LW_OK);
+    CHECK_RC(lw_guard_leave(&g), LW_OK);
+    CHECK_MSG(logged("maxmemory-policy volatile") == 0, "volatile warned");
+    rh_stop(&ev);
 
     lw_set_logger(NULL, NULL, LW_LOG_WARN);
     lw_shutdown();
