@@ -25,27 +25,59 @@ static const char *const suffixes[] = {":fence", ":q", ":w:"};
 static const size_t suffix_lens[] = {6, 2, 3};
 #define SUFFIXES_LEN (6 + 2 + 3)
 
-/* For each slot, 1 + the smallest n whose "%x" hashes to it (0: not yet
- * looked for).  Racing threads compute the same value, so relaxed atomics
- * suffice. */
+/* For each slot, 1 + the smallest n whose "%x" hashes to it (0: not filled
+ * yet).  Every client must pick the same tag for a slot, hence "smallest".
+ * Threads racing to fill it store the same values, so relaxed atomics
+ * suffice and no lock (nor fork handler) is needed. */
 static uint32_t slot_tag_cache[LW_SLOTS];
 
-/* A hash tag without braces whose slot is slot, in buf; its length. */
-static size_t slot_tag(int slot, char *buf, size_t cap)
+/* n in lowercase hex without leading zeros, as "%x" writes it; its length. */
+static size_t hex(uint32_t n, char *buf)
+{
+    char rev[8];
+    size_t len = 0;
+
+    do {
+        rev[len++] = "0123456789abcdef"[n & 15];
+        n >>= 4;
+    } while (n != 0);
+    for (size_t i = 0; i < len; i++)
+        buf[i] = rev[len - 1 - i];
+    return len;
+}
+
+/* Fills the whole cache in one pass: every slot is met by n < ~200k
+ * (CRC16 spreads short strings evenly), a few milliseconds once, where a
+ * search per slot would cost ~16k tries for each new slot. */
+static void fill_slot_tags(void)
+{
+    /* Slots met in this pass: another thread may be filling the cache too,
+     * so what is already there does not say what this pass has found. */
+    uint64_t met[LW_SLOTS / 64] = {0};
+    char buf[8];
+    unsigned left = LW_SLOTS;
+
+    for (uint32_t n = 0; left != 0; n++) {
+        unsigned slot = lw__crc16(buf, hex(n, buf)) % LW_SLOTS;
+        if (met[slot / 64] & (UINT64_C(1) << (slot % 64)))
+            continue;
+        met[slot / 64] |= UINT64_C(1) << (slot % 64);
+        __atomic_store_n(&slot_tag_cache[slot], n + 1, __ATOMIC_RELAXED);
+        left--;
+    }
+}
+
+/* A hash tag without braces whose slot is slot, in buf (8 bytes at least);
+ * its length. */
+static size_t slot_tag(int slot, char *buf)
 {
     uint32_t n = __atomic_load_n(&slot_tag_cache[slot], __ATOMIC_RELAXED);
-    size_t len;
 
     if (n == 0) {
-        /* CRC16 spreads short strings evenly: ~16k tries find any slot. */
-        for (n = 1;; n++) {
-            len = (size_t)snprintf(buf, cap, "%x", n - 1);
-            if (lw__crc16(buf, len) % LW_SLOTS == (unsigned)slot)
-                break;
-        }
-        __atomic_store_n(&slot_tag_cache[slot], n, __ATOMIC_RELAXED);
+        fill_slot_tags();
+        n = __atomic_load_n(&slot_tag_cache[slot], __ATOMIC_RELAXED);
     }
-    return (size_t)snprintf(buf, cap, "%x", n - 1);
+    return hex(n - 1, buf);
 }
 
 int lw__names_init(struct lw_names *n, const char *key, size_t len)
@@ -54,7 +86,7 @@ int lw__names_init(struct lw_names *n, const char *key, size_t len)
     size_t *outlen[] = {&n->fencelen, &n->queuelen, &n->alivelen};
     size_t start, taglen, restlen = len, need, base;
     const char *tag, *rest = key;
-    char hex[16], *p, *head;
+    char tagbuf[8], *p, *head;
 
     if (lw__hash_tag(key, len, &start, &taglen)) {
         tag = key + start;
@@ -63,8 +95,8 @@ int lw__names_init(struct lw_names *n, const char *key, size_t len)
         taglen = len;
         restlen = 0;
     } else {
-        taglen = slot_tag(lw__key_slot(key, len), hex, sizeof hex);
-        tag = hex;
+        taglen = slot_tag(lw__key_slot(key, len), tagbuf);
+        tag = tagbuf;
     }
     base = taglen + 2 + restlen;
     need = 3 * base + SUFFIXES_LEN;
