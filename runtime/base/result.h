@@ -11,7 +11,8 @@ enum lw_result {
     LW_R_BUSY = 1, /* the lock is another owner's */
     LW_R_WOKEN,    /* a waiter's mailbox said "compete", or stayed empty */
     LW_R_ASKED,    /* a pipeline met ASK in a migrating cluster slot */
-    LW_R_REFUSED   /* Redis refused the command (an ACL): not an outage */
+    LW_R_REFUSED,  /* Redis refused the command (an ACL): not an outage */
+    LW_R_SPLIT     /* a script's keys are split by a slot migration */
 };
 
 #endif

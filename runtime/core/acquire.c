@@ -50,7 +50,8 @@ struct attempt {
     const char *set_argv[7], *incr_argv[2];
     size_t set_lens[7], incr_lens[2];
     struct lw_cmd cmds[2];
-    int64_t sent_us;  /* when the last try left */
+    int64_t sent_us;  /* when the last try was written (lw_target.sent_us):
+                         its SET or script ran no earlier */
     int64_t valid_ms; /* lease granted by the successful try */
     const struct lw_names *names;
     char *alive; /* our alive key while queued, then ":g" (the mailbox's
@@ -151,9 +152,9 @@ static int try_free(struct attempt *a, int64_t *ttl_ms)
     int replayed, rc;
 
     *ttl_ms = 0; /* not asked: the queue script tells */
-    a->sent_us = lw__now_us();
     rc = lw__send(&a->to, &(struct lw_request){.cmds = a->cmds, .ncmds = 2},
                   route_deadline(a), r, &replayed);
+    a->sent_us = a->to.sent_us;
     if (rc == LW_R_ASKED) /* slot migrating: one script, redirected whole */
         return enqueue(a, 0, ttl_ms);
     if (rc != LW_OK)
@@ -213,7 +214,6 @@ static int enqueue(struct attempt *a, int join, int64_t *ttl_ms)
     lens[7] = (size_t)snprintf(qttl, sizeof qttl, "%llu",
                                (unsigned long long)a->opts->wait_ms +
                                    l->expire_ms + 1000);
-    a->sent_us = lw__now_us();
     rc = lw__send(&a->to,
                   &(struct lw_request){.script = &lw__script_enqueue,
                                        .nkeys = 4,
@@ -221,6 +221,7 @@ static int enqueue(struct attempt *a, int join, int64_t *ttl_ms)
                                        .argv = argv,
                                        .lens = lens},
                   route_deadline(a), &r, &replayed);
+    a->sent_us = a->to.sent_us;
     if (rc != LW_OK)
         return rc;
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&

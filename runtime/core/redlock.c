@@ -62,7 +62,7 @@ static void compare_and(struct lw_masters *m, const struct lw_lease *l,
 {
     const char *argv[] = {l->key, l->token, l->expire_str};
     size_t lens[] = {l->keylen, (size_t)l->toklen, (size_t)l->expire_len};
-    struct lw_request q = {.script = &lw__script_redlock,
+    struct lw_request q = {.script = &lw__script_onekey,
                            .nkeys = 1,
                            .nargs = renew ? 2 : 1,
                            .argv = argv,

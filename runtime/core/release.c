@@ -9,6 +9,7 @@
 #include "base/clock.h"
 #include "base/config.h"
 #include "base/log.h"
+#include "base/result.h"
 #include "core/keynames.h"
 #include "core/queue.h"
 #include "core/scripts.h"
@@ -64,7 +65,16 @@ int lw__queue_release_script(const struct lw_lease *l, const struct lw_names *n,
                            .nkeys = 3,
                            .nargs = 5,
                            .argv = argv,
-                           .lens = lens};
+                           .lens = lens,
+                           .flags = LW_REQ_SPLIT_OK};
+    /* The lock key alone: compare and delete, no hand-off. */
+    const char *one_argv[] = {l->key, l->token};
+    size_t one_lens[] = {l->keylen, (size_t)l->toklen};
+    struct lw_request one = {.script = &lw__script_onekey,
+                             .nkeys = 1,
+                             .nargs = 1,
+                             .argv = one_argv,
+                             .lens = one_lens};
     struct lw_target to;
     int rc;
 
@@ -75,7 +85,15 @@ int lw__queue_release_script(const struct lw_lease *l, const struct lw_names *n,
         (size_t)snprintf(receipt, sizeof receipt, "%d",
                          2 * (s->connect_timeout_ms + s->command_timeout_ms));
     rc = lw__target_for(&to, s, l->key, l->keylen);
-    return rc != LW_OK ? rc : lw__send(&to, &q, deadline_us, r, replayed);
+    if (rc == LW_OK)
+        rc = lw__send(&to, &q, deadline_us, r, replayed);
+    /* A slot in migration refuses a script whose keys are not all on one
+     * node (the queue usually does not exist at all) until the migration
+     * ends, which may outlast the lease.  Delete the lock key alone, on
+     * whichever node has it: waiters find it free at their next poll. */
+    if (rc == LW_R_SPLIT)
+        rc = lw__send(&to, &one, deadline_us, r, replayed);
+    return rc;
 }
 
 int lw__queue_release(struct lw_lease *l)

@@ -7,6 +7,7 @@
 
 #include "base/clock.h"
 #include "base/config.h"
+#include "base/result.h"
 #include "core/queue.h"
 #include "core/scripts.h"
 #include "core/send.h"
@@ -32,7 +33,8 @@ static void renew_group(struct lw_lease *const *v, const int *pos, int m,
                            .nkeys = m,
                            .nargs = 2 * m,
                            .argv = argv,
-                           .lens = lens};
+                           .lens = lens,
+                           .flags = m > 1 ? LW_REQ_SPLIT_OK : 0};
     struct lw_target to;
     redisReply *r = NULL;
     int replayed, rc;
@@ -52,6 +54,13 @@ static void renew_group(struct lw_lease *const *v, const int *pos, int m,
     if (rc == LW_OK)
         rc = lw__send(&to, &q, lw__now_us() + RENEW_TRY_MS * 1000, &r,
                       &replayed);
+    if (rc == LW_R_SPLIT) {
+        /* A migration has moved some of these keys and not others: each
+         * alone is always on one node. */
+        for (int j = 0; j < m; j++)
+            renew_group(v, pos + j, 1, results);
+        return;
+    }
     if (rc != LW_OK)
         return;
     if (r->type == REDIS_REPLY_ARRAY && r->elements == (size_t)m)

@@ -28,7 +28,7 @@
  * ordered, so a replica that has the INCR has the lock too.
  */
 static int wait_ack(const struct lw_lease *l, const struct lw_names *names,
-                    const struct lw_target *to, long long *acked)
+                    struct lw_target *to, long long *acked)
 {
     const struct lw_settings *cfg = l->cfg;
     char n[16], t[16];
@@ -56,7 +56,7 @@ static int wait_ack(const struct lw_lease *l, const struct lw_names *names,
 }
 
 int lw__wait_replicas(struct lw_lease *l, const struct lw_names *names,
-                      const struct lw_target *to)
+                      struct lw_target *to)
 {
     long long acked = -1;
     int rc = wait_ack(l, names, to, &acked);

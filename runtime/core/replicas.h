@@ -14,6 +14,6 @@ struct lw_target;
  * or LW_EREDIS.
  */
 int lw__wait_replicas(struct lw_lease *l, const struct lw_names *names,
-                      const struct lw_target *to);
+                      struct lw_target *to);
 
 #endif

@@ -135,10 +135,12 @@ static const char release_lua[] =
     "  end\n"
     "end\n";
 
-/* Redlock, on one of the masters: compare the token, then renew (ARGV[2],
- * lease ms) or delete (no ARGV[2]).  KEYS: lock.  ARGV: token [, lease ms].
- * 1 done, 0 no such key, -1 another owner's. */
-static const char redlock_lua[] =
+/* One lock key alone: compare the token, then renew (ARGV[2], lease ms) or
+ * delete (no ARGV[2]).  KEYS: lock.  ARGV: token [, lease ms].  1 done, 0
+ * no such key, -1 another owner's.  For Redlock's masters, and in a cluster
+ * for a slot being migrated, where a script's keys must all be on one node
+ * and one key always is. */
+static const char onekey_lua[] =
     "local v = redis.call('get', KEYS[1])\n"
     "if v == ARGV[1] then\n"
     "  if ARGV[2] then return redis.call('pexpire', KEYS[1], ARGV[2]) end\n"
@@ -150,4 +152,4 @@ static const char redlock_lua[] =
 struct lw_script lw__script_renew = LW_SCRIPT_INIT(renew_lua);
 struct lw_script lw__script_release = LW_SCRIPT_INIT(release_lua);
 struct lw_script lw__script_enqueue = LW_SCRIPT_INIT(enqueue_lua);
-struct lw_script lw__script_redlock = LW_SCRIPT_INIT(redlock_lua);
+struct lw_script lw__script_onekey = LW_SCRIPT_INIT(onekey_lua);

@@ -8,6 +8,6 @@
 extern struct lw_script lw__script_renew;   /* a batch of leases */
 extern struct lw_script lw__script_release; /* delete and hand off */
 extern struct lw_script lw__script_enqueue; /* take, or queue for, a lock */
-extern struct lw_script lw__script_redlock; /* on one Redlock master */
+extern struct lw_script lw__script_onekey;  /* renew or delete one key */
 
 #endif

@@ -13,6 +13,7 @@ int lw__target_for(struct lw_target *t, const struct lw_settings *cfg,
     t->cfg = cfg;
     t->conn = NULL;
     t->slot = -1;
+    t->sent_us = 0;
     if (cfg->ep.topology == LW_TOPO_CLUSTER) {
         t->slot = lw__key_slot(key, keylen);
         return LW_OK;
@@ -20,10 +21,15 @@ int lw__target_for(struct lw_target *t, const struct lw_settings *cfg,
     return lw__conn_thread(&t->conn);
 }
 
-int lw__send(const struct lw_target *t, const struct lw_request *q,
+int lw__send(struct lw_target *t, const struct lw_request *q,
              int64_t deadline_us, redisReply **out, int *replayed)
 {
-    if (t->conn != NULL)
-        return lw__conn_run(t->conn, q, out, replayed);
-    return lw__route_run(t->cfg, t->slot, q, out, replayed, deadline_us);
+    int rc;
+
+    if (t->conn == NULL)
+        return lw__route_run(t->cfg, t->slot, q, out, replayed, &t->sent_us,
+                             deadline_us);
+    rc = lw__conn_run(t->conn, q, out, replayed);
+    t->sent_us = t->conn->sent_us;
+    return rc;
 }

@@ -19,6 +19,10 @@ struct lw_target {
     const struct lw_settings *cfg;
     struct lw_conn *conn; /* one server: the connection to send on */
     int slot;             /* Redis Cluster: the key's slot */
+    int64_t sent_us;      /* set by lw__send(): when the request whose
+                             replies came back (or an earlier one that may
+                             have run) was written; what it did on the
+                             server is no older (lease arithmetic) */
 };
 
 /* The target for key under cfg: its slot in a cluster, else this thread's
@@ -32,7 +36,7 @@ int lw__target_for(struct lw_target *t, const struct lw_settings *cfg,
  * one command timeout from now), and a pipeline met by ASK is LW_R_ASKED
  * (see topology/route.h); one server ignores deadline_us, its connection's
  * timeouts bound the call. */
-int lw__send(const struct lw_target *t, const struct lw_request *q,
+int lw__send(struct lw_target *t, const struct lw_request *q,
              int64_t deadline_us, redisReply **out, int *replayed);
 
 #endif

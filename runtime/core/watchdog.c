@@ -66,10 +66,19 @@ static void forget_all(int release)
  * the moment the lease ends. */
 static void schedule(struct lw_lease *l, int64_t now)
 {
-    if (l->renews_left == 0)
+    int64_t half_left = (l->valid_until_ms - now) / 2;
+
+    if (l->renews_left == 0) {
         l->due_ms = l->valid_until_ms;
-    else
-        l->due_ms = now + (l->expire_ms / 3 ? l->expire_ms / 3 : 1);
+        return;
+    }
+    l->due_ms = now + (l->expire_ms / 3 ? l->expire_ms / 3 : 1);
+    /* A lease may start with less than its length left: a hand-off
+     * confirmed late (a waiter whose script met a slot migration, or was
+     * slow) gets the TTL that is left.  Renew it while half of that
+     * remains, not a third of a full lease from now, when it is gone. */
+    if (l->due_ms > now + half_left)
+        l->due_ms = now + (half_left > 0 ? half_left : 0);
 }
 
 /* Settle one lease from its result (LW_OK renewed, LW_ELOST not ours,

@@ -412,6 +412,8 @@ int lw__conn_start(struct lw_conn *c, const struct lw_request *q,
     c->fresh = 0;
     rc = format(c, q, x);
     if (rc == 0) {
+        if (!x->sent)
+            x->sent_us = lw__now_us();
         x->sent = 1;
         rc = lw__conn_send(c, c->out.p, c->out.len);
     }
@@ -535,6 +537,7 @@ int lw__conn_run(struct lw_conn *c, const struct lw_request *q,
         }
     } while (x.again);
     *replayed = x.replayed;
+    c->sent_us = x.sent ? x.sent_us : 0;
     if (rc == LW_OK && !(q->flags & LW_REQ_RAW_ERRORS) && has_error(out, n)) {
         lw__replies_free(out, n);
         rc = LW_EREDIS;

@@ -23,6 +23,8 @@ struct lw_conn {
     int64_t retry_at_ms;       /* no reconnect attempt before this (backoff) */
     struct lw_backoff backoff; /* reconnect delays, in ms */
     int fresh;          /* opened by the current call: no replay on error */
+    int64_t sent_us;    /* when lw__conn_run()'s request was first written
+                           (0: it was not): it cannot have run earlier */
     int failing;        /* last attempt failed: log the recovery */
     int last_rc;        /* why it failed, repeated while backing off */
     struct lw_resp out; /* commands being formatted, reused */
@@ -87,6 +89,11 @@ struct lw_request {
  * ASKING: send ASKING before each command (ASK redirection). */
 #define LW_REQ_RAW_ERRORS 1
 #define LW_REQ_ASKING     2
+/* For the cluster router: a multi-key script met by TRYAGAIN (its keys
+ * split between two nodes by a migration) comes back as LW_R_SPLIT at
+ * once, for the caller to send key by key, instead of being retried until
+ * the migration ends. */
+#define LW_REQ_SPLIT_OK 4
 
 /* How many replies q gets: one per command, one for a script. */
 static inline int lw__request_nreplies(const struct lw_request *q)
@@ -119,11 +126,12 @@ int lw__conn_run(struct lw_conn *c, const struct lw_request *q,
  * the first start.
  */
 struct lw_exchange {
-    int eval;     /* the server said NOSCRIPT: send the script's text */
-    int fresh;    /* the connection was opened for the last start */
-    int sent;     /* bytes were written: q may have run */
-    int replayed; /* started again on a new connection after a break */
-    int again;    /* start q again */
+    int eval;        /* the server said NOSCRIPT: send the script's text */
+    int fresh;       /* the connection was opened for the last start */
+    int sent;        /* bytes were written: q may have run */
+    int replayed;    /* started again on a new connection after a break */
+    int again;       /* start q again */
+    int64_t sent_us; /* when it was first written */
 };
 
 /* Open c if needed and write q.  LW_OK; or q was not written whole: the

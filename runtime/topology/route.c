@@ -207,7 +207,14 @@ static const struct lw_slotmap *map_for(const struct lw_settings *s)
 }
 
 /* What a request's replies tell the router to do. */
-enum reply_kind { REPLY_OK, REPLY_ERROR, REPLY_MOVED, REPLY_ASK, REPLY_RETRY };
+enum reply_kind {
+    REPLY_OK,
+    REPLY_ERROR,
+    REPLY_MOVED,
+    REPLY_ASK,
+    REPLY_RETRY,
+    REPLY_SPLIT /* TRYAGAIN: a script's keys are split by a migration */
+};
 
 /* What the replies say; for MOVED and ASK, the node they name in *to (host
  * in hostbuf, credentials of the seeds). */
@@ -221,15 +228,14 @@ static enum reply_kind classify(redisReply **out, int n,
         if (out[i]->type != REDIS_REPLY_ERROR)
             continue;
         lw__log(LW_LOG_DEBUG, "Redis Cluster: %s", e);
-        if (strncmp(e, "TRYAGAIN", 8) == 0 ||
-            strncmp(e, "CLUSTERDOWN", 11) == 0 ||
+        if (strncmp(e, "TRYAGAIN", 8) == 0)
+            return REPLY_SPLIT;
+        if (strncmp(e, "CLUSTERDOWN", 11) == 0 ||
             strncmp(e, "LOADING", 7) == 0 || strncmp(e, "MASTERDOWN", 10) == 0)
             return REPLY_RETRY;
         moved = strncmp(e, "MOVED ", 6) == 0;
-        if (!moved && strncmp(e, "ASK ", 4) != 0) {
-            lw__conn_log_error(out[i]);
+        if (!moved && strncmp(e, "ASK ", 4) != 0)
             return REPLY_ERROR;
-        }
         /* "MOVED <slot> <host>:<port>"; an empty host is the one asked. */
         sp = strchr(e + (moved ? 6 : 4), ' ');
         colon = sp ? strrchr(sp, ':') : NULL;
@@ -251,9 +257,15 @@ static enum reply_kind classify(redisReply **out, int n,
     return REPLY_OK;
 }
 
+/* The earlier of two write times (0: none). */
+static int64_t earlier(int64_t a, int64_t b)
+{
+    return a == 0 || (b != 0 && b < a) ? b : a;
+}
+
 int lw__route_run(const struct lw_settings *s, int slot,
                   const struct lw_request *q, redisReply **out, int *replayed,
-                  int64_t deadline_us)
+                  int64_t *sent_us, int64_t deadline_us)
 {
     int n = lw__request_nreplies(q);
     struct lw_request sent = *q;
@@ -265,6 +277,7 @@ int lw__route_run(const struct lw_settings *s, int slot,
     int redirected = 0;
 
     *replayed = 0;
+    *sent_us = 0;
     if (known_not_cluster(s))
         return LW_ECONFIG;
     if (deadline_us == 0)
@@ -292,6 +305,10 @@ int lw__route_run(const struct lw_settings *s, int slot,
         rc = lw__conn_run(c, &sent, out, &rep);
         asking = 0;
         *replayed |= rep;
+        /* What was answered ran when it was written; what was lost with
+         * its connection may have.  Redirections and TRYAGAIN did not. */
+        if (rep || rc == LW_EREDIS)
+            *sent_us = earlier(*sent_us, c->sent_us);
         if (rc == LW_EREDIS) {
             /* Unreachable node (a killed master?): the map may be stale, and
              * the request may have run there before the link broke. */
@@ -303,10 +320,15 @@ int lw__route_run(const struct lw_settings *s, int slot,
             return rc;
         switch (classify(out, n, &target, &to, hostbuf)) {
         case REPLY_OK:
+            *sent_us = earlier(*sent_us, c->sent_us);
             return LW_OK;
         case REPLY_ERROR:
+            *sent_us = earlier(*sent_us, c->sent_us);
             if (q->flags & LW_REQ_RAW_ERRORS)
-                return LW_OK;
+                return LW_OK; /* the caller's to read, and to log */
+            for (int i = 0; i < n; i++)
+                if (out[i]->type == REDIS_REPLY_ERROR)
+                    lw__conn_log_error(out[i]);
             lw__replies_free(out, n);
             return LW_EREDIS;
         case REPLY_MOVED:
@@ -323,6 +345,15 @@ int lw__route_run(const struct lw_settings *s, int slot,
             redirected = 1;
             asking = 1;
             continue;
+        case REPLY_SPLIT:
+            lw__replies_free(out, n);
+            /* Until the migration ends, a script whose keys do not all
+             * exist on one node is refused; one that can be sent a key at
+             * a time need not wait for that. */
+            if (q->flags & LW_REQ_SPLIT_OK)
+                return LW_R_SPLIT;
+            rc = LW_EREDIS;
+            break;
         case REPLY_RETRY:
             lw__replies_free(out, n);
             rc = LW_EREDIS;

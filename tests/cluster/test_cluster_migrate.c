@@ -3,7 +3,8 @@
  * MIGRATING, MIGRATE of its keys in small batches, SETSLOT NODE.  Meanwhile
  * lockweave meets ASK (keys already moved), TRYAGAIN (a script's keys split
  * between the nodes) and, once done, MOVED.  Mutual exclusion, exact
- * counters and increasing fences must hold throughout, with no failed call.
+ * counters and increasing fences must hold throughout, with no failed call
+ * and no release left to the lock's TTL.
  * No node goes away, so following a redirection never fails to connect:
  * a failure there means MOVED's "<slot> <host>:<port>" was misread.
  */
@@ -27,13 +28,15 @@ static atomic_int stop, overlaps, failures, fence_regressions, sections;
 static atomic_int inside[NKEYS];
 static atomic_llong last_fence[NKEYS];
 static long counter[NKEYS];
-static atomic_int connect_failures;
+static atomic_int connect_failures, release_failures;
 
-static void count_connect_failures(int level, const char *msg, void *ud)
+static void count_failures(int level, const char *msg, void *ud)
 {
     (void)ud;
     if (strstr(msg, "connect failed") != NULL)
         atomic_fetch_add(&connect_failures, 1);
+    if (strstr(msg, "could not release") != NULL)
+        atomic_fetch_add(&release_failures, 1);
     if (level >= LW_LOG_WARN)
         fprintf(stderr, "lockweave: %s\n", msg);
 }
@@ -110,6 +113,65 @@ static void ok_reply(redisReply *r, const char *what)
     freeReplyObject(r);
 }
 
+/* Start moving slot from src to dst (keys stay where they are). */
+static void begin_migration(rh_server *src, rh_server *dst, int slot,
+                            const char *src_id, const char *dst_id)
+{
+    ok_reply(rh_cmd(dst, "CLUSTER SETSLOT %d IMPORTING %s", slot, src_id),
+             "IMPORTING");
+    ok_reply(rh_cmd(src, "CLUSTER SETSLOT %d MIGRATING %s", slot, dst_id),
+             "MIGRATING");
+}
+
+/* 1 if s holds key; a node migrating key's slot answers ASK for a key it
+ * does not hold. */
+static long long exists(rh_server *s, const char *key)
+{
+    redisReply *r = rh_cmd(s, "EXISTS %s", key);
+    long long n;
+
+    CHECK(r != NULL);
+    if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "ASK ", 4) == 0)
+        n = 0;
+    else {
+        CHECK(r->type == REDIS_REPLY_INTEGER);
+        n = r->integer;
+    }
+    freeReplyObject(r);
+    return n;
+}
+
+/* A lock taken before a migration of its slot begins and released once it
+ * has: its key is still on src and its queue exists nowhere, so the release
+ * script (lock and queue keys) meets TRYAGAIN for as long as the migration
+ * lasts.  The release must still delete the key, not leave it to its TTL.
+ * The slot is another of src's, made stable again afterwards. */
+static void release_in_split_slot(rh_server *src, rh_server *dst,
+                                  const char *src_id, const char *dst_id)
+{
+    char full[40];
+    const char *key = full + 5; /* without the prefix, "lock:" */
+    lw_lock_opts o;
+    lw_guard g;
+    int slot = -1;
+
+    for (int i = 0; slot < 0 || rh_cluster_master_of(&cl, slot) != src; i++)
+        slot = lw__key_slot(
+            full, (size_t)snprintf(full, sizeof full, "lock:split{%d}", i));
+
+    memset(&o, 0, sizeof o);
+    o.expire_ms = 3000;
+    o.wait_ms = 1000;
+    CHECK_EQ(lw_lock(&g, key, strlen(key), &o), LW_OK);
+    CHECK_EQ(exists(src, full), 1);
+    begin_migration(src, dst, slot, src_id, dst_id);
+    CHECK_EQ(lw_guard_leave(&g), LW_OK);
+    CHECK_EQ(atomic_load(&release_failures), 0);
+    CHECK_EQ(exists(src, full), 0);
+    ok_reply(rh_cmd(src, "CLUSTER SETSLOT %d STABLE", slot), "STABLE");
+    ok_reply(rh_cmd(dst, "CLUSTER SETSLOT %d STABLE", slot), "STABLE");
+}
+
 /* Move every key of slot from src to dst, a few at a time; returns how many
  * were moved. */
 static int move_keys(rh_server *src, rh_server *dst, int slot)
@@ -173,20 +235,18 @@ int main(void)
     node_id(src, src_id, sizeof src_id);
     node_id(dst, dst_id, sizeof dst_id);
 
-    lw_set_logger(count_connect_failures, NULL, LW_LOG_WARN);
+    lw_set_logger(count_failures, NULL, LW_LOG_WARN);
     lw_config_init(&cfg);
     cfg.redis_url = cl.url;
     CHECK_EQ(lw_configure(&cfg), LW_OK);
+    release_in_split_slot(src, dst, src_id, dst_id);
     for (int i = 0; i < THREADS; i++)
         CHECK_EQ(pthread_create(&t[i], NULL, worker, (void *)(intptr_t)(i + 1)),
                  0);
     usleep(300000);
     before = atomic_load(&sections);
 
-    ok_reply(rh_cmd(dst, "CLUSTER SETSLOT %d IMPORTING %s", slot, src_id),
-             "IMPORTING");
-    ok_reply(rh_cmd(src, "CLUSTER SETSLOT %d MIGRATING %s", slot, dst_id),
-             "MIGRATING");
+    begin_migration(src, dst, slot, src_id, dst_id);
     moved = move_keys(src, dst, slot);
     /* The importing node first (it bumps its epoch), then every master;
      * replicas learn it by gossip. */
@@ -207,16 +267,18 @@ int main(void)
 
     printf("slot %d moved :%d -> :%d (%d keys) while %d sections ran (%d "
            "before the move); overlaps %d, failures %d, fence regressions "
-           "%d, connect failures %d\n",
+           "%d, connect failures %d, releases left to the TTL %d\n",
            slot, src->port, dst->port, moved, atomic_load(&sections), before,
            atomic_load(&overlaps), atomic_load(&failures),
-           atomic_load(&fence_regressions), atomic_load(&connect_failures));
+           atomic_load(&fence_regressions), atomic_load(&connect_failures),
+           atomic_load(&release_failures));
     CHECK(moved > 0);
     CHECK_EQ(rh_cluster_master_of(&cl, slot) == dst, 1);
     CHECK_EQ(atomic_load(&overlaps), 0);
     CHECK_EQ(atomic_load(&failures), 0);
     CHECK_EQ(atomic_load(&fence_regressions), 0);
     CHECK_EQ(atomic_load(&connect_failures), 0);
+    CHECK_EQ(atomic_load(&release_failures), 0);
     CHECK_EQ(total, atomic_load(&sections));
     CHECK_MSG(atomic_load(&sections) > before, "no section after the move");
     lw_shutdown();

@@ -108,7 +108,7 @@ int main(void)
     check_sha(&lw__script_renew);
     check_sha(&lw__script_release);
     check_sha(&lw__script_enqueue);
-    check_sha(&lw__script_redlock);
+    check_sha(&lw__script_onekey);
 
     lw_shutdown();
     CHECK(rh_stop(&srv) == 0);
