@@ -78,7 +78,10 @@ if [[ ${CI:-} == true ]]; then
   #                     cannot run '/proc/self/exe' directly");
   #   cluster_slots     checks 2000 keys against a 6-node cluster: 6 s
   #                     natively, 110 s under valgrind, past its 60 s
-  #                     timeout (clean when run by hand).
+  #                     timeout (clean when run by hand);
+  #   runtime_keyspace  locks 100 000 keys: 8 s natively, many minutes
+  #                     under valgrind (the same paths run in the other
+  #                     runtime tests).
   # ctest warns about a missing DartConfiguration.tcl (no dashboard):
   # harmless.  On failure the valgrind reports are printed below.
   memcheck_log=build/memcheck/Testing/Temporary
@@ -86,7 +89,7 @@ if [[ ${CI:-} == true ]]; then
   build_and_test build/memcheck -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DLW_BUILD_GEN=ON -DLW_BUILD_SAMPLES=OFF -DLW_BUILD_BENCH=OFF -- \
     -L '^(runtime|unit|fuzz)$' \
-    -E '^(runtime_security|cluster_slots|fuzz_annot_corpus|fuzz_keytmpl_corpus)$' \
+    -E '^(runtime_security|runtime_keyspace|cluster_slots|fuzz_annot_corpus|fuzz_keytmpl_corpus)$' \
     -T memcheck --overwrite MemoryCheckCommand="$PWD/.ci/valgrind-memcheck.sh" \
     --overwrite "MemoryCheckCommandOptions=--error-exitcode=97 \
 --leak-check=full --errors-for-leak-kinds=definite,indirect \

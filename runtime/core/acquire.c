@@ -146,6 +146,34 @@ static int try_verdict(struct attempt *a, redisReply **r)
 
 static int enqueue(struct attempt *a, int join, int64_t *ttl_ms);
 
+/* The INCR re-created a counter Redis had lost (keynames.h): mint the fence
+ * again with the script that restarts the counter at the server's clock.
+ * The lock is ours meanwhile, so the next holder's fence still comes after
+ * this one.  LW_OK, or LW_EREDIS for the caller to give the lock back. */
+static int remint(struct attempt *a)
+{
+    const char *argv[] = {a->names->fence};
+    size_t lens[] = {a->names->fencelen};
+    redisReply *r;
+    int replayed, rc;
+
+    rc = lw__send(&a->to,
+                  &(struct lw_request){.script = &lw__script_fence,
+                                       .nkeys = 1,
+                                       .argv = argv,
+                                       .lens = lens},
+                  route_deadline(a), &r, &replayed);
+    if (rc != LW_OK)
+        return LW_EREDIS;
+    rc = LW_EREDIS;
+    if (r->type == REDIS_REPLY_INTEGER && r->integer >= LW_FENCE_FLOOR) {
+        *a->fence = (uint64_t)r->integer;
+        rc = LW_OK;
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
 static int try_free(struct attempt *a, int64_t *ttl_ms)
 {
     redisReply *r[2];
@@ -160,8 +188,9 @@ static int try_free(struct attempt *a, int64_t *ttl_ms)
     if (rc != LW_OK)
         return rc;
     rc = try_verdict(a, r);
-    for (int i = 0; i < 2; i++)
-        freeReplyObject(r[i]);
+    lw__replies_free(r, 2);
+    if (rc == LW_OK && *a->fence < LW_FENCE_FLOOR)
+        rc = remint(a);
     return rc;
 }
 
@@ -465,7 +494,8 @@ int lw__queue_acquire(struct lw_lease *l, const lw_lock_opts *opts,
     if (toklen < 0)
         return toklen;
     l->toklen = toklen;
-    if (lw__names_init(&names, l->key, l->keylen) != LW_OK)
+    if (lw__names_init(&names, l->key, l->keylen, l->prefix_len,
+                       l->cfg->ep.topology == LW_TOPO_CLUSTER) != LW_OK)
         return LW_ENOMEM;
     a.names = &names;
     attempt_init(&a);

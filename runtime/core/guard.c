@@ -116,7 +116,7 @@ static int own(struct lw_thread *t, struct lw_gimpl *g)
     if (cfg->error != LW_OK)
         return cfg->error;
     lw__lease_init(&g->lease, lw__backend_for(cfg), cfg, g->key, g->keylen,
-                   &g->opts);
+                   g->key_start, &g->opts);
     rc = g->lease.be->acquire(&g->lease, &g->opts, &g->fence);
     if (rc != LW_OK)
         return rc;

@@ -1,16 +1,24 @@
 /*
- * Names of a lock's companion keys, laid out so that every key one script
- * touches hashes to the lock key's Redis Cluster slot (a script whose keys
- * span slots fails with CROSSSLOT).  Every name is "{T}R<suffix>", T being
- * what decides K's slot:
- *   K has a hash tag ("lock:stock:{42}")  ->  "{42}lock:stock:{42}:fence"
- *   K has none and no '}' ("lock:a{b")    ->  "{lock:a{b}:fence"
+ * Names of the keys that go with a lock key K, laid out so that every key
+ * one script touches hashes to K's Redis Cluster slot (a script whose keys
+ * span slots fails with CROSSSLOT).
+ *
+ * Fences come from a counter shared by many keys: one per server and key
+ * prefix P, "{lockweave}Pfences" ("{lockweave}lock:fences"), or in a
+ * cluster one per slot, "{S}Pfences", S being the slot's tag (the smallest
+ * hex string that hashes to it).  Fences need only increase per key, and a
+ * shared counter keeps that, while per-key counters would stay in Redis
+ * forever, one for every key ever locked.  P in the name keeps an ACL that
+ * grants "~*P*" sufficient.
+ *
+ * The other names are "{T}R<suffix>", T being what decides K's slot:
+ *   K has a hash tag ("lock:stock:{42}")  ->  "{42}lock:stock:{42}:q"
+ *   K has none and no '}' ("lock:a{b")    ->  "{lock:a{b}:q"
  *   K has none but holds a '}' ("lock:{}", "lock:a}b"): "{K}" would end the
- *   tag early, so T is a short hex string picked to hash to K's slot:
- *                                         ->  "{<hex>}lock:a}b:fence"
- * Starting with '{', a companion can never be a lock key (those start with
- * the prefix, "lock:"), so locking "t{1}:fence" never touches the fence of
- * "t{1}".
+ *   tag early, so T is S                  ->  "{1f3a}lock:a}b:q"
+ * Starting with '{', none can be a lock key (those start with the prefix,
+ * "lock:"), so locking "t{1}:q" never touches the queue of "t{1}"; and as
+ * tokens are hex, no ":w:<token>" name ends in "fences".
  */
 #include "core/keynames.h"
 
@@ -21,9 +29,12 @@
 
 #include "topology/slot.h"
 
-static const char *const suffixes[] = {":fence", ":q", ":w:"};
-static const size_t suffix_lens[] = {6, 2, 3};
-#define SUFFIXES_LEN (6 + 2 + 3)
+static const char *const suffixes[] = {":q", ":w:"};
+static const size_t suffix_lens[] = {2, 3};
+#define SUFFIXES_LEN (2 + 3)
+
+#define SERVER_TAG   "lockweave"
+#define FENCE_SUFFIX "fences"
 
 /* For each slot, 1 + the smallest n whose "%x" hashes to it (0: not filled
  * yet).  Every client must pick the same tag for a slot, hence "smallest".
@@ -80,14 +91,17 @@ static size_t slot_tag(int slot, char *buf)
     return hex(n - 1, buf);
 }
 
-int lw__names_init(struct lw_names *n, const char *key, size_t len)
+int lw__names_init(struct lw_names *n, const char *key, size_t len,
+                   size_t prefix_len, int per_slot)
 {
-    const char **out[] = {&n->fence, &n->queue, &n->alive};
-    size_t *outlen[] = {&n->fencelen, &n->queuelen, &n->alivelen};
-    size_t start, taglen, restlen = len, need, base;
+    const char **out[] = {&n->queue, &n->alive};
+    size_t *outlen[] = {&n->queuelen, &n->alivelen};
+    size_t start, taglen, restlen = len, need, base, fencetag;
     const char *tag, *rest = key;
-    char tagbuf[8], *p, *head;
+    char tagbuf[8], fencebuf[8], *p, *head;
+    int slot = per_slot ? lw__key_slot(key, len) : -1;
 
+    fencetag = per_slot ? slot_tag(slot, fencebuf) : sizeof SERVER_TAG - 1;
     if (lw__hash_tag(key, len, &start, &taglen)) {
         tag = key + start;
     } else if (memchr(key, '}', len) == NULL) {
@@ -95,22 +109,36 @@ int lw__names_init(struct lw_names *n, const char *key, size_t len)
         taglen = len;
         restlen = 0;
     } else {
-        taglen = slot_tag(lw__key_slot(key, len), tagbuf);
+        taglen = slot_tag(slot >= 0 ? slot : lw__key_slot(key, len), tagbuf);
         tag = tagbuf;
     }
     base = taglen + 2 + restlen;
-    need = 3 * base + SUFFIXES_LEN;
+    n->fencelen = fencetag + 2 + prefix_len + sizeof FENCE_SUFFIX - 1;
+    need = n->fencelen + 2 * base + SUFFIXES_LEN;
     n->heap = need > sizeof n->buf ? malloc(need) : NULL;
     if (need > sizeof n->buf && n->heap == NULL)
         return LW_ENOMEM;
-    /* The first name's "{T}R" is written once and copied for the others. */
-    head = p = n->heap ? n->heap : n->buf;
+    p = n->heap ? n->heap : n->buf;
+
+    /* "{S}Pfences" or "{lockweave}Pfences". */
+    n->fence = p;
+    *p++ = '{';
+    memcpy(p, per_slot ? fencebuf : SERVER_TAG, fencetag);
+    p += fencetag;
+    *p++ = '}';
+    memcpy(p, key, prefix_len);
+    p += prefix_len;
+    memcpy(p, FENCE_SUFFIX, sizeof FENCE_SUFFIX - 1);
+    p += sizeof FENCE_SUFFIX - 1;
+
+    /* The queue's "{T}R" is written once and copied for the alive keys. */
+    head = p;
     p[0] = '{';
     memcpy(p + 1, tag, taglen);
     p[1 + taglen] = '}';
     if (restlen != 0)
         memcpy(p + 2 + taglen, rest, restlen);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 2; i++) {
         if (i > 0)
             memcpy(p, head, base);
         memcpy(p + base, suffixes[i], suffix_lens[i]);

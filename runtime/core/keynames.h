@@ -1,6 +1,7 @@
 #ifndef LW_KEYNAMES_H
 #define LW_KEYNAMES_H
 
+#include <lockweave.h> /* LW__XSTR */
 #include <stddef.h>
 
 #define LW_NAMES_INLINE 640
@@ -10,13 +11,19 @@
  * waiter keeps its place and its messages. */
 #define LW_WAITER_KEYS_MS "1000"
 
+/* A fence below this came from a counter Redis had lost (evicted, flushed,
+ * restarted empty): INCR re-created it at 1.  Counters start at the server's
+ * clock in microseconds (about 1.8e15), never near it. */
+#define LW_FENCE_FLOOR     1000000000000
+#define LW_FENCE_FLOOR_LUA LW__XSTR(LW_FENCE_FLOOR) /* lockweave.h */
+
 /*
- * The Redis names that go with one lock key K: its fence counter, waiter
- * queue, and the prefix of its waiters' alive keys (and, after a waiter's
- * alive key, ":g" names its mailbox, ":rel" a release's receipt).  All sit
- * in K's Redis Cluster slot (layout in keynames.c), so one script may touch
- * them all, and none can be the lock key of another user key.
- * Not NUL-terminated: use the lengths.
+ * The Redis names that go with one lock key K: the fence counter it draws
+ * from, its waiter queue, and the prefix of its waiters' alive keys (and,
+ * after a waiter's alive key, ":g" names its mailbox, ":rel" a release's
+ * receipt).  All sit in K's Redis Cluster slot (layout in keynames.c), so
+ * one script may touch them all, and none can be the lock key of another
+ * user key.  Not NUL-terminated: use the lengths.
  */
 struct lw_names {
     const char *fence, *queue, *alive;
@@ -25,8 +32,11 @@ struct lw_names {
     char buf[LW_NAMES_INLINE];
 };
 
-/* Fill n for key; LW_OK or LW_ENOMEM.  Free with lw__names_free(). */
-int lw__names_init(struct lw_names *n, const char *key, size_t len);
+/* Fill n for key, whose first prefix_len bytes are the key prefix; the
+ * fence counter is its Cluster slot's with per_slot, else the server's.
+ * LW_OK or LW_ENOMEM.  Free with lw__names_free(). */
+int lw__names_init(struct lw_names *n, const char *key, size_t len,
+                   size_t prefix_len, int per_slot);
 void lw__names_free(struct lw_names *n);
 
 #endif

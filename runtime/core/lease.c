@@ -5,12 +5,13 @@
 
 void lw__lease_init(struct lw_lease *l, const struct lw_backend *be,
                     const struct lw_settings *cfg, const char *key,
-                    size_t keylen, const lw_lock_opts *opts)
+                    size_t keylen, size_t prefix_len, const lw_lock_opts *opts)
 {
     l->cfg = cfg;
     l->be = be;
     l->key = key;
     l->keylen = keylen;
+    l->prefix_len = prefix_len;
     l->toklen = 0;
     l->expire_ms = opts->expire_ms;
     l->expire_len =

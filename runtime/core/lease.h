@@ -23,6 +23,7 @@ struct lw_lease {
     const struct lw_backend *be;   /* how it is taken, renewed, released */
     const char *key;               /* the full Redis key, prefix included */
     size_t keylen;
+    size_t prefix_len; /* the prefix's length: key's first bytes */
     char token[LW_TOKEN_MAX];
     int toklen;
     uint32_t expire_ms;
@@ -41,12 +42,12 @@ struct lw_lease {
     int ended; /* released by lw_shutdown(): nothing left to give back */
 };
 
-/* Prepare l for taking key (not copied: it must outlive l) through be
- * under cfg with opts: lease length, renewals; known to no watchdog
- * queue. */
+/* Prepare l for taking key (not copied: it must outlive l; its first
+ * prefix_len bytes are the key prefix) through be under cfg with opts:
+ * lease length, renewals; known to no watchdog queue. */
 void lw__lease_init(struct lw_lease *l, const struct lw_backend *be,
                     const struct lw_settings *cfg, const char *key,
-                    size_t keylen, const lw_lock_opts *opts);
+                    size_t keylen, size_t prefix_len, const lw_lock_opts *opts);
 
 /* The lease is lost (expired, evicted, another owner's): set once, read by
  * the locking thread (lw_still_held(), release) and the watchdog. */

@@ -104,7 +104,8 @@ int lw__queue_release(struct lw_lease *l)
     int ran_out =
         lw__now_ms() >= __atomic_load_n(&l->valid_until_ms, __ATOMIC_RELAXED);
 
-    rc = lw__names_init(&names, l->key, l->keylen);
+    rc = lw__names_init(&names, l->key, l->keylen, l->prefix_len,
+                        l->cfg->ep.topology == LW_TOPO_CLUSTER);
     if (rc == LW_OK) {
         /* In a cluster, follow redirections and failovers while the lease
          * may still be ours. */

@@ -5,6 +5,8 @@
  */
 #include "core/scripts.h"
 
+#include "core/keynames.h"
+
 /* Renew a batch of leases in one call.  KEYS: the locks; ARGV: their tokens,
  * then their lease ms.  Returns one 1 (renewed) or 0 (not ours) per key.
  * Never re-creates a key that expired: a lost lease stays lost. */
@@ -19,6 +21,32 @@ static const char renew_lua[] =
     "  end\n"
     "end\n"
     "return out\n";
+
+/*
+ * Mint a fence from counter k (keynames.c: shared by many lock keys).  A
+ * counter Redis lost — evicted, flushed, restarted empty — comes back from
+ * INCR at 1, below every fence it gave: it starts again at the server's
+ * clock in microseconds instead, past every fence it gave before, which
+ * grew by one per acquisition from that clock's value at its own start (a
+ * counter would need more than a million acquisitions a second, sustained,
+ * to outrun it).  So fences keep increasing per key through such a loss,
+ * as long as the server's clock does not step back.  Fences are past 14
+ * digits, where Lua prints a number as "1.7955509984812e+15": they are
+ * written with string.format('%d'), the clock from TIME's own strings.
+ */
+#define MINT_LUA                                                               \
+    "local function mint(k)\n"                                                 \
+    "  local f = redis.call('incr', k)\n"                                      \
+    "  if f >= " LW_FENCE_FLOOR_LUA " then return f end\n"                     \
+    "  local t = redis.call('time')\n"                                         \
+    "  local now = t[1] .. string.format('%06d', tonumber(t[2]))\n"            \
+    "  redis.call('set', k, now)\n"                                            \
+    "  return tonumber(now)\n"                                                 \
+    "end\n"
+
+/* A fence for a lock taken by the plain SET whose INCR found the counter
+ * lost.  KEYS: the fence counter.  Returns the fence. */
+static const char fence_lua[] = MINT_LUA "return mint(KEYS[1])\n";
 
 /*
  * Waiting is fair by default: waiters queue in Redis, ordered by the server's
@@ -43,14 +71,14 @@ static const char renew_lua[] =
  * to us by a release (our token already in place) — else {-1 - its TTL, our
  * entry's score ('' when not queued)}: a hand-off names the entry it was
  * made to, so the waiter can tell a current one from a late message. */
-static const char enqueue_lua[] =
+static const char enqueue_lua[] = MINT_LUA
     "local member = ARGV[1] .. '|' .. ARGV[2]\n"
     "local v = redis.call('get', KEYS[1])\n"
     "if v == ARGV[1] or (not v and redis.call('set', KEYS[1], ARGV[1], "
     "'PX', ARGV[2])) then\n"
     "  redis.call('zrem', KEYS[2], member)\n"
     "  redis.call('del', KEYS[4])\n"
-    "  return {redis.call('incr', KEYS[3]), redis.call('pttl', KEYS[1])}\n"
+    "  return {mint(KEYS[3]), redis.call('pttl', KEYS[1])}\n"
     "end\n"
     "if ARGV[3] == '1' then\n"
     "  local t = redis.call('time')\n"
@@ -91,7 +119,7 @@ static const char enqueue_lua[] =
  * our DEL, and the waiter is only woken, never handed a lock it may not be
  * alive to release.
  */
-static const char release_lua[] =
+static const char release_lua[] = MINT_LUA
     "local v = redis.call('get', KEYS[1])\n"
     "local receipt = ARGV[4] .. ARGV[1] .. ':rel'\n"
     "if v ~= ARGV[1] then\n"
@@ -126,8 +154,8 @@ static const char release_lua[] =
     "  elseif now - tonumber(head[2]) >= tonumber(ARGV[3]) * 1000 then\n"
     "    redis.call('zrem', KEYS[2], head[1])\n"
     "    redis.call('set', KEYS[1], tok, 'PX', lease)\n"
-    "    local f = redis.call('incr', KEYS[3])\n"
-    "    tell(tok, 'g' .. f .. ' ' .. head[2])\n"
+    "    local f = mint(KEYS[3])\n"
+    "    tell(tok, 'g' .. string.format('%d', f) .. ' ' .. head[2])\n"
     "    return 1\n"
     "  else\n"
     "    tell(tok, 'w')\n"
@@ -153,3 +181,4 @@ struct lw_script lw__script_renew = LW_SCRIPT_INIT(renew_lua);
 struct lw_script lw__script_release = LW_SCRIPT_INIT(release_lua);
 struct lw_script lw__script_enqueue = LW_SCRIPT_INIT(enqueue_lua);
 struct lw_script lw__script_onekey = LW_SCRIPT_INIT(onekey_lua);
+struct lw_script lw__script_fence = LW_SCRIPT_INIT(fence_lua);

@@ -9,5 +9,6 @@ extern struct lw_script lw__script_renew;   /* a batch of leases */
 extern struct lw_script lw__script_release; /* delete and hand off */
 extern struct lw_script lw__script_enqueue; /* take, or queue for, a lock */
 extern struct lw_script lw__script_onekey;  /* renew or delete one key */
+extern struct lw_script lw__script_fence;   /* mint from a lost counter */
 
 #endif

@@ -174,10 +174,13 @@ static char evict_warned[32][128];
 static int nevict_warned;
 
 /*
- * An allkeys-* maxmemory policy lets Redis evict lock keys and fence
- * counters under memory pressure: two holders could then overlap and
- * fences repeat, with nothing to tell.  Ask (INFO, which an ACL may deny:
- * then nothing is known and nothing said) and warn once per server.
+ * Any maxmemory policy but noeviction lets Redis evict a held lock under
+ * memory pressure (lock keys carry a TTL, so volatile-* ones too): another
+ * caller may then enter while the holder still runs, which learns LW_ELOST
+ * only at its next renewal or release.  (An evicted fence counter is
+ * harmless: it starts again from the server's clock.)  Ask (INFO, which an
+ * ACL may deny: then nothing is known and nothing said) and warn once per
+ * server.
  */
 static void evict_lock(void)
 {
@@ -209,7 +212,7 @@ static int check_eviction(struct lw_conn *c, const struct lw_url *u)
         (p = strstr(r->str, "maxmemory_policy:")) != NULL)
         sscanf(p + 17, "%31[a-z-]", policy);
     freeReplyObject(r);
-    if (strncmp(policy, "allkeys-", 8) != 0)
+    if (policy[0] == '\0' || strcmp(policy, "noeviction") == 0)
         return rc;
     lw__url_describe(u, where, sizeof where);
     pthread_once(&once, evict_register_fork);
@@ -223,9 +226,9 @@ static int check_eviction(struct lw_conn *c, const struct lw_url *u)
     if (!seen)
         lw__log(LW_LOG_WARN,
                 "Redis %s has maxmemory-policy %s: under memory pressure it "
-                "may evict lock keys and fence counters, so two holders "
-                "could overlap and fences repeat; use noeviction or a "
-                "volatile-* policy",
+                "may evict a held lock and let another caller in while the "
+                "holder still runs (which then gets LW_ELOST); use "
+                "noeviction",
                 where, policy);
     return rc;
 }

@@ -2,7 +2,8 @@
  * CLUSTER KEYSLOT, and every name a lock's scripts touch (lock, fence,
  * queue, alive keys, mailbox) sits in the lock key's slot — also for
  * user keys with braces of their own, balanced or not.  Then each such key
- * is locked and released through the cluster. */
+ * is locked and released through the cluster, and 3000 more: what is left
+ * on the masters is one fence counter per slot used, nothing per key. */
 #include <lockweave.h>
 #include <stdio.h>
 #include <string.h>
@@ -54,7 +55,7 @@ static void check_layout(const char *k, size_t klen)
     int slot = lw__key_slot(key, len);
 
     check_slot(key, len, -1);
-    CHECK_EQ(lw__names_init(&n, key, len), LW_OK);
+    CHECK_EQ(lw__names_init(&n, key, len, 5, 1), LW_OK);
     check_slot(n.fence, n.fencelen, slot);
     check_slot(n.queue, n.queuelen, slot);
     memcpy(alive, n.alive, n.alivelen);
@@ -80,6 +81,54 @@ static void lock_and_release(const char *k, size_t klen)
     CHECK_MSG(lw_fence() > 0, "no fence for \"%.*s\"", (int)klen, k);
     rc = lw_guard_leave(&g);
     CHECK_MSG(rc == LW_OK, "leave \"%.*s\": %s", (int)klen, k, lw_strerror(rc));
+}
+
+static unsigned char used[LW_SLOTS];
+
+static void lock_many(void)
+{
+    char key[32], full[40];
+
+    for (int i = 0; i < 3000; i++) {
+        int len = snprintf(key, sizeof key, "order:%d", i);
+        snprintf(full, sizeof full, "lock:%s", key);
+        used[lw__key_slot(full, strlen(full))] = 1;
+        lock_and_release(key, (size_t)len);
+    }
+}
+
+/* Every key on the masters is a fence counter of a slot some lock used. */
+static void left_behind(void)
+{
+    long long keys = 0, slots = 0;
+
+    for (int s = 0; s < LW_SLOTS; s++)
+        slots += used[s];
+    for (int i = 0; i < cl.n; i++) {
+        redisReply *role = rh_cmd(&cl.node[i], "ROLE");
+        CHECK(role && role->type == REDIS_REPLY_ARRAY);
+        int master = strcmp(role->element[0]->str, "master") == 0;
+        freeReplyObject(role);
+        if (!master)
+            continue;
+        redisReply *r = rh_cmd(&cl.node[i], "SCAN 0 COUNT 1000000");
+        CHECK(r && r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+        CHECK_EQ(strcmp(r->element[0]->str, "0"), 0);
+        for (size_t k = 0; k < r->element[1]->elements; k++) {
+            const redisReply *e = r->element[1]->element[k];
+            int slot = lw__key_slot(e->str, e->len);
+            CHECK_MSG(e->len > 11 &&
+                          memcmp(e->str + e->len - 11, "lock:fences", 11) ==
+                              0 &&
+                          used[slot],
+                      "left on a master: \"%s\"", e->str);
+            keys++;
+        }
+        freeReplyObject(r);
+    }
+    printf("left behind: %lld keys on the masters, %lld slots used\n", keys,
+           slots);
+    CHECK(keys > 0 && keys <= slots);
 }
 
 static int hinted;
@@ -180,6 +229,15 @@ int main(void)
     for (size_t i = 0; i < sizeof odd_keys / sizeof *odd_keys; i++)
         if (odd_keys[i][0] != '\0')
             lock_and_release(odd_keys[i], i == 15 ? 5 : strlen(odd_keys[i]));
+    for (size_t i = 0; i < sizeof odd_keys / sizeof *odd_keys; i++) {
+        char full[64];
+        size_t len = i == 15 ? 5 : strlen(odd_keys[i]);
+        memcpy(full, "lock:", 5);
+        memcpy(full + 5, odd_keys[i], len);
+        used[lw__key_slot(full, len + 5)] = 1;
+    }
+    lock_many();
+    left_behind();
     wait_replicas();
     plain_url_to_a_node();
     printf("cluster slots: layout of %zu odd and 2000 plain keys matches "

@@ -239,13 +239,13 @@ static void binary_and_braces(void)
     }
 }
 
-/* A lock's helper names start with '{' ("{1}lock:t{1}:fence" for "t{1}",
+/* A lock's helper names start with '{' ("{1}lock:t{1}:q" for "t{1}",
  * docs/protocol.md), so none is the lock name of another user key.  Locking
- * "t{1}" and then "t{1}:fence" — two different keys — must give two
+ * "t{1}" and then "t{1}:q" — two different keys — must give two
  * independent locks. */
 static void helper_names_are_not_lock_names(void)
 {
-    static const char *const suffixes[] = {":fence", ":q", ":w:x", ":w:x:g"};
+    static const char *const suffixes[] = {":q", ":w:x", ":w:x:g", ":w:x:rel"};
     for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
         char base[32], other[48];
         snprintf(base, sizeof base, "hn%zu{1}", i);

@@ -7,9 +7,9 @@
  *    length, not as EAGAIN's "Resource temporarily unavailable";
  *  - redis+cluster:// naming a server without cluster support fails at
  *    once with LW_ECONFIG and one error line, not after the whole wait;
- *  - a server whose maxmemory-policy may evict lock keys (allkeys-*) is
- *    named in one warning, however many connections go to it; a volatile-*
- *    one in none.
+ *  - a server whose maxmemory-policy may evict held locks (allkeys-*,
+ *    volatile-*: anything but noeviction) is named in one warning, however
+ *    many connections go to it; a noeviction one in none.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -125,8 +125,12 @@ int main(void)
     use_server(&ev);
     CHECK_RC(lock_str(&g, "values", 5000, 0), LW_OK);
     CHECK_RC(lw_guard_leave(&g), LW_OK);
-    CHECK_MSG(logged("maxmemory-policy volatile") == 0, "volatile warned");
+    CHECK_MSG(logged("maxmemory-policy volatile-lru") == 1, "volatile-lru");
     rh_stop(&ev);
+    use_server(&s); /* noeviction, Redis's default */
+    CHECK_RC(lock_str(&g, "values-noeviction", 5000, 0), LW_OK);
+    CHECK_RC(lw_guard_leave(&g), LW_OK);
+    CHECK_MSG(logged("maxmemory-policy") == 2, "noeviction warned");
 
     lw_set_logger(NULL, NULL, LW_LOG_WARN);
     lw_shutdown();

@@ -201,10 +201,10 @@ static void wrong_types(void)
     /* The fence counter is not a number: the lock cannot mint a fence.
      * The lock key that the same round trip may have set must not stay
      * behind, held by nobody until its TTL. */
-    freeReplyObject(rh_cmd(&srv, "SET {lock:wt-fence}:fence abc"));
+    freeReplyObject(rh_cmd(&srv, "SET {lockweave}lock:fences abc"));
     refused("fence counter not a number", "wt-fence", 0);
     long long orphan = lock_exists(&srv, "wt-fence");
-    freeReplyObject(rh_cmd(&srv, "DEL {lock:wt-fence}:fence"));
+    freeReplyObject(rh_cmd(&srv, "DEL {lockweave}lock:fences"));
     int rc = call("wt-fence", 0, NULL);
     printf("after repairing the fence counter: %s (lock key %s)\n",
            lw_strerror(rc), orphan ? "was left behind" : "was not left");

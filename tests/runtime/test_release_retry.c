@@ -9,6 +9,9 @@
  * The same when the first run only woke a young waiter ("w"): the woken
  * waiter (or anyone) may take the key before the replay arrives.
  *
+ * And the hand-off message such a release writes is one the waiter can
+ * read.
+ *
  * The lost reply is played by hand: the release script is run once on the
  * harness's own connection with our token, exactly as lockweave sends it;
  * lockweave's own release, which follows, is then the "replay".
@@ -41,7 +44,7 @@ static int queued(void *arg)
 /* Run the release script with our token, as lockweave's first attempt. */
 static long long release_by_hand(const char *token, const char *age_ms)
 {
-    const char *names[] = {"lock:rr", "{lock:rr}:q", "{lock:rr}:fence"};
+    const char *names[] = {"lock:rr", "{lock:rr}:q", "{lockweave}lock:fences"};
     const char *argv[] = {"EVAL",
                           lw__script_release.text,
                           "3",
@@ -82,6 +85,32 @@ static void check_receipt(const char *token, char *receipt, size_t cap)
     CHECK_RANGE(rh_cmd_int(&srv, "PTTL %s", receipt), 1, 6000);
 }
 
+/* The hand-off message, "g<fence> <entry score>", as the release script
+ * writes it for a queued waiter (played by hand: no thread reads it first).
+ * The fence must be written in digits: Lua prints numbers past 14 digits
+ * as "1.7955509984812e+15", which the waiter cannot take as a grant. */
+static void grant_message(void)
+{
+    redisReply *r;
+
+    freeReplyObject(rh_cmd(&srv, "SET lock:rr mytoken PX 5000"));
+    freeReplyObject(rh_cmd(&srv, "ZADD {lock:rr}:q 1234 fake|5000"));
+    freeReplyObject(rh_cmd(&srv, "SET {lock:rr}:w:fake 1 PX 5000"));
+    CHECK_EQ(release_by_hand("mytoken", "0"), 1);
+    r = rh_cmd(&srv, "LPOP {lock:rr}:w:fake:g");
+    CHECK(r && r->type == REDIS_REPLY_STRING);
+    printf("grant message: \"%s\"\n", r->str);
+    size_t digits = strspn(r->str + 1, "0123456789");
+    CHECK_MSG(r->str[0] == 'g' && digits >= 13 &&
+                  strcmp(r->str + 1 + digits, " 1234") == 0,
+              "grant message \"%s\"", r->str);
+    freeReplyObject(r);
+    r = rh_cmd(&srv, "GET lock:rr");
+    CHECK(r && r->type == REDIS_REPLY_STRING && strcmp(r->str, "fake") == 0);
+    freeReplyObject(r);
+    freeReplyObject(rh_cmd(&srv, "DEL lock:rr {lock:rr}:w:fake"));
+}
+
 int main(void)
 {
     lw_guard g;
@@ -115,6 +144,8 @@ int main(void)
     CHECK_EQ(rh_cmd_int(&srv, "DEL lock:rr"), 0);
     freeReplyObject(rh_cmd(&srv, "SET lock:rr someone-else PX 5000"));
     CHECK_RC(lw_guard_leave(&g), LW_OK);
+
+    grant_message();
 
     lw_shutdown();
     rh_stop(&srv);

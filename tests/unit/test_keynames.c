@@ -1,6 +1,7 @@
 /* A lock key's companion names (core/keynames.c): the exact names for each
  * of the three layouts (key with a hash tag, without one, without one but
- * holding a '}'), every name in the lock key's slot for many brace-heavy
+ * holding a '}'), the shared fence counters (one per server, one per
+ * Cluster slot), every name in the lock key's slot for many brace-heavy
  * keys, the inline buffer's edge and long keys on the heap.  Every process
  * locking a key must compute the same names, so they are pinned byte for
  * byte. */
@@ -14,31 +15,41 @@
 #include "core/keynames.h"
 #include "topology/slot.h"
 
-/* The names of key (a literal) must be "<head>:fence", "<head>:q" and
- * "<head>:w:". */
+/* The names of key (a literal) must be "<head>:q" and "<head>:w:", with
+ * the server's fence counter, "{lockweave}<prefix>fences", or its slot's,
+ * "{<slot tag>}<prefix>fences" (prefix: "lock:" when key starts so). */
 #define NAMES(key, head) names_are(key, sizeof key - 1, head, sizeof head - 1)
+
+static size_t hex_tag(const char *key, size_t len, char *out);
 
 static void names_are(const char *key, size_t len, const char *head,
                       size_t headlen)
 {
-    char *want = malloc(headlen + 8);
+    char *want = malloc(headlen + 8), fence[64], hex[16];
+    size_t prefix = len >= 5 && memcmp(key, "lock:", 5) == 0 ? 5 : 0;
     struct lw_names n;
 
     CHECK(want != NULL);
-    CHECK_RC(lw__names_init(&n, key, len), LW_OK);
-    memcpy(want, head, headlen);
-    memcpy(want + headlen, ":fence", 6);
-    CHECK_MEM(n.fence, n.fencelen, want, headlen + 6);
-    memcpy(want + headlen, ":q", 2);
-    CHECK_MEM(n.queue, n.queuelen, want, headlen + 2);
-    memcpy(want + headlen, ":w:", 3);
-    CHECK_MEM(n.alive, n.alivelen, want, headlen + 3);
-    lw__names_free(&n);
+    for (int per_slot = 0; per_slot < 2; per_slot++) {
+        CHECK_RC(lw__names_init(&n, key, len, prefix, per_slot), LW_OK);
+        memcpy(want, head, headlen);
+        memcpy(want + headlen, ":q", 2);
+        CHECK_MEM(n.queue, n.queuelen, want, headlen + 2);
+        memcpy(want + headlen, ":w:", 3);
+        CHECK_MEM(n.alive, n.alivelen, want, headlen + 3);
+        size_t hl = per_slot ? hex_tag(key, len, hex)
+                             : (size_t)snprintf(hex, sizeof hex, "lockweave");
+        size_t fl = (size_t)snprintf(fence, sizeof fence, "{%.*s}%.*sfences",
+                                     (int)hl, hex, (int)prefix, key);
+        CHECK_MEM(n.fence, n.fencelen, fence, fl);
+        lw__names_free(&n);
+    }
     free(want);
 }
 
-/* The hex tag T that "{T}K..." uses for a key without a tag but with a '}':
- * the smallest n whose "%x" is in K's slot. */
+/* The hex tag T that "{T}K..." uses for a key without a tag but with a '}',
+ * and the fence counter of K's slot: the smallest n whose "%x" is in K's
+ * slot. */
 static size_t hex_tag(const char *key, size_t len, char *out)
 {
     int slot = lw__key_slot(key, len);
@@ -106,7 +117,7 @@ static void check_same_slot(const char *key, size_t len)
         "0123456789abcdef0123456789abcdef:1f:rel",
     };
 
-    CHECK_RC(lw__names_init(&n, key, len), LW_OK);
+    CHECK_RC(lw__names_init(&n, key, len, 5, 1), LW_OK);
     const char *names[] = {n.fence, n.queue, n.alive};
     size_t lens[] = {n.fencelen, n.queuelen, n.alivelen};
     for (int i = 0; i < 3; i++) {
@@ -166,28 +177,29 @@ static void random_keys(void)
         CHECK_RANGE(layout[i], 50, 1000);
 }
 
-/* LW_NAMES_INLINE bytes hold the three names of short keys; longer ones go
- * to the heap, with the same names. */
+/* LW_NAMES_INLINE bytes hold the queue's and alive keys' names of short
+ * keys; longer ones go to the heap, with the same names. */
 static void inline_and_heap(void)
 {
     struct lw_names n;
     static char key[200001];
     char *want;
 
-    /* A key without '}' of length L needs 3 * (L + 2) + 11 bytes. */
-    size_t fits = (LW_NAMES_INLINE - 11) / 3 - 2;
+    /* A key without '}' of length L needs, with the server's counter and
+     * no prefix, 17 bytes for "{lockweave}fences" and 2 * (L + 2) + 5. */
+    size_t fits = (LW_NAMES_INLINE - 26) / 2;
     memset(key, 'k', sizeof key);
 
-    CHECK_RC(lw__names_init(&n, key, fits), LW_OK);
+    CHECK_RC(lw__names_init(&n, key, fits, 0, 0), LW_OK);
     CHECK(n.heap == NULL);
     CHECK(n.fence >= n.buf && n.alive + n.alivelen <= n.buf + sizeof n.buf);
-    CHECK_EQ(n.fencelen, fits + 2 + 6);
+    CHECK_EQ(n.queuelen, fits + 2 + 2);
     lw__names_free(&n);
 
-    CHECK_RC(lw__names_init(&n, key, fits + 1), LW_OK);
+    CHECK_RC(lw__names_init(&n, key, fits + 1, 0, 0), LW_OK);
     CHECK(n.heap != NULL);
-    CHECK(n.fence >= n.heap);
-    CHECK_EQ(n.fencelen, fits + 3 + 6);
+    CHECK(n.fence >= n.heap && n.queue >= n.heap);
+    CHECK_EQ(n.queuelen, fits + 3 + 2);
     lw__names_free(&n);
     CHECK(n.heap == NULL);
     lw__names_free(&n); /* twice is harmless */
@@ -204,7 +216,7 @@ static void inline_and_heap(void)
     key[100] = '{';
     key[102] = '}';
     check_same_slot(key, sizeof key);
-    CHECK_RC(lw__names_init(&n, key, sizeof key), LW_OK);
+    CHECK_RC(lw__names_init(&n, key, sizeof key, 0, 0), LW_OK);
     CHECK_MEM(n.queue, 3, "{k}", 3);
     CHECK_MEM(n.queue + 3, n.queuelen - 3 - 2, key, sizeof key);
     CHECK_EQ(n.queuelen, 3 + sizeof key + 2);
@@ -216,9 +228,41 @@ static void inline_and_heap(void)
     free(want);
 }
 
+/* Fences do not leave a key behind per lock key: every key of one slot
+ * shares its slot's counter (and all keys share the server's one), so
+ * however many keys are locked, at most LW_SLOTS counters exist. */
+static void shared_fences(void)
+{
+    static char seen[LW_SLOTS][24];
+    char key[32];
+    int slots = 0;
+
+    for (int i = 0; i < 100000; i++) {
+        size_t len = (size_t)snprintf(key, sizeof key, "lock:order:%d", i);
+        int slot = lw__key_slot(key, len);
+        struct lw_names n;
+
+        CHECK_RC(lw__names_init(&n, key, len, 5, 1), LW_OK);
+        CHECK(n.fencelen < sizeof seen[0]);
+        CHECK_EQ(lw__key_slot(n.fence, n.fencelen), slot);
+        if (seen[slot][0] == '\0') {
+            memcpy(seen[slot], n.fence, n.fencelen);
+            slots++;
+        } else {
+            CHECK_MEM(n.fence, n.fencelen, seen[slot], strlen(seen[slot]));
+        }
+        lw__names_free(&n);
+        CHECK_RC(lw__names_init(&n, key, len, 5, 0), LW_OK);
+        CHECK_MEM(n.fence, n.fencelen, "{lockweave}lock:fences", 22);
+        lw__names_free(&n);
+    }
+    printf("100000 keys: %d fence counters, one per slot met\n", slots);
+}
+
 int main(void)
 {
     layouts();
+    shared_fences();
     random_keys();
     inline_and_heap();
     printf("unit_keynames: ok\n");
