@@ -192,6 +192,27 @@ typedef void (*lw_log_fn)(int level, const char *msg, void *ud);
  * Thread-safe. */
 LW_API void lw_set_logger(lw_log_fn fn, void *ud, int min_level);
 
+/* Why a lease was lost, as a lost handler is told. */
+enum {
+    LW_LOST_GONE = 1,     /* the key expired, was evicted or is another's */
+    LW_LOST_NO_REPLY = 2, /* Redis answered no renewal before the lease ended */
+    LW_LOST_RENEWALS = 3, /* max_renew renewals used up and the lease ended */
+    LW_LOST_NOMEM = 4,    /* the watchdog ran out of memory to keep it */
+};
+
+/* A lost-lease handler: the full Redis key (prefix included, keylen bytes,
+ * not NUL-terminated, valid only during the call), an LW_LOST_... reason and
+ * the user data. */
+typedef void (*lw_lost_fn)(const char *key, size_t keylen, int reason,
+                           void *ud);
+
+/* Call fn once for every lease lost while its body runs, the moment lockweave
+ * notices: from the watchdog thread (the holder's lw_guard_leave() waits for
+ * it to return), or from the holder's thread when its release is what finds
+ * it lost.  Not for locks lw_shutdown() gives back.  Keep fn short: other
+ * renewals wait for it.  NULL removes it.  Thread-safe. */
+LW_API void lw_set_lost_handler(lw_lost_fn fn, void *ud);
+
 /* Counters since the process started (all processes' own, not cluster-wide). */
 typedef struct lw_stats {
     uint64_t acquired;     /* locks taken from Redis (not re-entries) */

@@ -1,7 +1,10 @@
 /* The lease: what a held lock is, independent of how it was taken. */
 #include "core/lease.h"
 
+#include <pthread.h>
 #include <stdio.h>
+
+#include "base/fork.h"
 
 void lw__lease_init(struct lw_lease *l, const struct lw_backend *be,
                     const struct lw_settings *cfg, const char *key,
@@ -23,10 +26,68 @@ void lw__lease_init(struct lw_lease *l, const struct lw_backend *be,
     l->fifo = -1;
     l->inflight = 0;
     l->lost = 0;
+    l->lost_reason = 0;
     l->ended = 0;
 }
 
-void lw__lease_mark_lost(struct lw_lease *l)
+int lw__lease_mark_lost(struct lw_lease *l)
 {
-    __atomic_store_n(&l->lost, 1, __ATOMIC_RELEASE);
+    return __atomic_exchange_n(&l->lost, 1, __ATOMIC_ACQ_REL) == 0;
+}
+
+/* The lost handler; fn and ud are read together under the mutex, which a
+ * fork() must not find held. */
+static struct {
+    pthread_mutex_t mu;
+    lw_lost_fn fn;
+    void *ud;
+} lost = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void lost_lock(void)
+{
+    pthread_mutex_lock(&lost.mu);
+}
+
+static void lost_unlock(void)
+{
+    pthread_mutex_unlock(&lost.mu);
+}
+
+static void lost_register_fork(void)
+{
+    static const struct lw_fork_hooks hooks = {lost_lock, lost_unlock,
+                                               lost_unlock};
+    lw__fork_register(&hooks);
+}
+
+static void lost_init(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+    pthread_once(&once, lost_register_fork);
+}
+
+void lw_set_lost_handler(lw_lost_fn fn, void *ud)
+{
+    lost_init();
+    pthread_mutex_lock(&lost.mu);
+    lost.fn = fn;
+    lost.ud = ud;
+    pthread_mutex_unlock(&lost.mu);
+}
+
+void lw__lease_notify_lost(const struct lw_lease *l, int reason)
+{
+    lw_lost_fn fn;
+    void *ud;
+
+    /* Called outside the mutex: a handler may then take its time, or set
+     * another handler, without stalling or deadlocking the others. */
+    lost_init();
+    pthread_mutex_lock(&lost.mu);
+    fn = lost.fn;
+    ud = lost.ud;
+    pthread_mutex_unlock(&lost.mu);
+    if (fn != NULL)
+        fn(l->key, l->keylen, reason, ud);
 }

@@ -39,7 +39,9 @@ struct lw_lease {
     struct lw_lease *prev, *next; /* links in that FIFO */
     int inflight;                 /* the watchdog is renewing it right now */
     int lost;                     /* atomic: set once, by watchdog or release */
-    int ended; /* released by lw_shutdown(): nothing left to give back */
+    int ended;       /* released by lw_shutdown(): nothing left to give back */
+    int lost_reason; /* LW_LOST_..., set by the watchdog when it marked the
+                        lease lost and owes the lost handler a call */
 };
 
 /* Prepare l for taking key (not copied: it must outlive l; its first
@@ -50,8 +52,13 @@ void lw__lease_init(struct lw_lease *l, const struct lw_backend *be,
                     size_t keylen, size_t prefix_len, const lw_lock_opts *opts);
 
 /* The lease is lost (expired, evicted, another owner's): set once, read by
- * the locking thread (lw_still_held(), release) and the watchdog. */
-void lw__lease_mark_lost(struct lw_lease *l);
+ * the locking thread (lw_still_held(), release) and the watchdog.  1 for
+ * the call that set it, which then owes the lost handler its call. */
+int lw__lease_mark_lost(struct lw_lease *l);
+
+/* Tell the lost handler (lw_set_lost_handler()) that l was lost for reason
+ * (LW_LOST_...); l stays valid during the call.  No lock may be held. */
+void lw__lease_notify_lost(const struct lw_lease *l, int reason);
 
 static inline int lw__lease_lost(const struct lw_lease *l)
 {

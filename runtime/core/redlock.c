@@ -242,7 +242,8 @@ int lw__redlock_release(struct lw_lease *l)
                     "lock %.*s lost before release: not ours on %d of %d "
                     "masters",
                     (int)l->keylen, l->key, not_ours, m->n);
-            lw__lease_mark_lost(l);
+            if (lw__lease_mark_lost(l))
+                lw__lease_notify_lost(l, LW_LOST_GONE);
             return LW_ELOST;
         }
     }

@@ -41,7 +41,8 @@ static int release_verdict(struct lw_lease *l, long long result, int replayed,
                       : "another owner holds it";
     lw__log(LW_LOG_WARN, "lock %.*s lost before release: %s", (int)l->keylen,
             l->key, why);
-    lw__lease_mark_lost(l);
+    if (lw__lease_mark_lost(l))
+        lw__lease_notify_lost(l, LW_LOST_GONE);
     return LW_ELOST;
 }
 

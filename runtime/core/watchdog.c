@@ -39,9 +39,13 @@ static struct {
     pthread_t thread;
 } wd = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-static void lease_lost(struct lw_lease *l, const char *why)
+/* Mark l lost and say why.  With a reason (LW_LOST_...), the lost handler
+ * is owed a call, made by watchdog_main once wd.mu is released; without
+ * (lw_shutdown() gave it back), none. */
+static void lease_lost(struct lw_lease *l, int reason, const char *why)
 {
-    lw__lease_mark_lost(l);
+    if (lw__lease_mark_lost(l))
+        l->lost_reason = reason;
     lw__log(LW_LOG_WARN, "lock %.*s lost: %s", (int)l->keylen, l->key, why);
 }
 
@@ -52,7 +56,7 @@ static void release_on_stop(struct lw_lease *l, void *arg)
     (void)arg;
     l->be->release(l);
     __atomic_store_n(&l->ended, 1, __ATOMIC_RELEASE);
-    lease_lost(l, "released by lw_shutdown()");
+    lease_lost(l, 0, "released by lw_shutdown()");
 }
 
 /* Drop every queued lease, releasing each in Redis if asked (shutdown; a
@@ -86,13 +90,15 @@ static void schedule(struct lw_lease *l, int64_t now)
 static int settle(struct lw_lease *l, int result, int64_t sent_ms, int64_t now)
 {
     if (l->renews_left == 0 && l->due_ms <= now) {
-        lease_lost(l, "max_renew renewals used up and the lease ran out");
+        lease_lost(l, LW_LOST_RENEWALS,
+                   "max_renew renewals used up and the lease ran out");
         return 0;
     }
     if (result != LW_OK && result != LW_ELOST) {
         /* Redis unreachable: retry until the lease runs out. */
         if (now >= l->valid_until_ms) {
-            lease_lost(l, "Redis unreachable until the lease ran out");
+            lease_lost(l, LW_LOST_NO_REPLY,
+                       "Redis unreachable until the lease ran out");
             return 0;
         }
         l->due_ms = now + (l->expire_ms / 10 ? l->expire_ms / 10 : 1);
@@ -101,8 +107,9 @@ static int settle(struct lw_lease *l, int result, int64_t sent_ms, int64_t now)
         return 1;
     }
     if (result == LW_ELOST) {
-        lease_lost(l, "the key is gone (expired, or evicted by Redis) or "
-                      "another owner's");
+        lease_lost(l, LW_LOST_GONE,
+                   "the key is gone (expired, or evicted by Redis) or "
+                   "another owner's");
         return 0;
     }
     LW_STAT_ADD(renewed, 1);
@@ -164,9 +171,24 @@ static int collect_due(struct lw_lease **batch, int64_t now)
     return n;
 }
 
+/* Call the lost handler for the n leases in owed (wd.mu held on entry and
+ * return, released meanwhile: the handler is the user's code).  They stay
+ * in flight until then, so their guards' leave waits and the leases, keys
+ * included, stay valid during the calls. */
+static void notify_owed(struct lw_lease **owed, int n)
+{
+    pthread_mutex_unlock(&wd.mu);
+    for (int i = 0; i < n; i++)
+        lw__lease_notify_lost(owed[i], owed[i]->lost_reason);
+    pthread_mutex_lock(&wd.mu);
+    for (int i = 0; i < n; i++)
+        owed[i]->inflight = 0;
+    pthread_cond_broadcast(&wd.settled);
+}
+
 static void *watchdog_main(void *arg)
 {
-    struct lw_lease *batch[BATCH_MAX];
+    struct lw_lease *batch[BATCH_MAX], *owed[BATCH_MAX];
     int results[BATCH_MAX];
 
     (void)arg;
@@ -188,13 +210,22 @@ static void *watchdog_main(void *arg)
         send_batch(batch, n, results);
         pthread_mutex_lock(&wd.mu);
         int64_t done = lw__now_ms();
+        int nowed = 0;
         for (int i = 0; i < n; i++) {
-            batch[i]->inflight = 0;
-            if (settle(batch[i], results[i], now, done) &&
-                lw__dq_add(&wd.due, batch[i]))
-                lease_lost(batch[i], "out of memory in the watchdog");
+            int kept = settle(batch[i], results[i], now, done);
+            if (kept && lw__dq_add(&wd.due, batch[i])) {
+                lease_lost(batch[i], LW_LOST_NOMEM,
+                           "out of memory in the watchdog");
+                kept = 0;
+            }
+            if (!kept && batch[i]->lost_reason != 0)
+                owed[nowed++] = batch[i];
+            else
+                batch[i]->inflight = 0;
         }
         pthread_cond_broadcast(&wd.settled);
+        if (nowed > 0)
+            notify_owed(owed, nowed);
     }
     pthread_mutex_unlock(&wd.mu);
     return NULL;

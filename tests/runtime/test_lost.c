@@ -1,8 +1,10 @@
 /* Losing a lease while the body runs, three ways: max_renew runs out, the
  * key is deleted from outside, the key is taken over by another client.
  * Each time lw_still_held() turns 0 soon after, leave reports LW_ELOST, the
- * counter moves, and the log hook receives a warning.  Leave never deletes
- * another owner's key. */
+ * counter moves, and the log hook receives a warning.  The lost handler is
+ * called once, with the key and the reason: from the watchdog while the
+ * body still runs when the watchdog notices, from the holder's thread when
+ * its release does.  Leave never deletes another owner's key. */
 #include "util.h"
 
 #include <pthread.h>
@@ -40,6 +42,62 @@ static int warnings_now(void)
     return n;
 }
 
+/* ---- lost handler ------------------------------------------------------- */
+
+static struct {
+    pthread_mutex_t mu;
+    int calls, reason;
+    char key[64];
+    pthread_t thread;
+} lost = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void on_lost(const char *key, size_t keylen, int reason, void *ud)
+{
+    CHECK(ud == &lost);
+    pthread_mutex_lock(&lost.mu);
+    lost.calls++;
+    lost.reason = reason;
+    snprintf(lost.key, sizeof lost.key, "%.*s", (int)keylen, key);
+    lost.thread = pthread_self();
+    pthread_mutex_unlock(&lost.mu);
+}
+
+static int lost_calls(void)
+{
+    pthread_mutex_lock(&lost.mu);
+    int n = lost.calls;
+    pthread_mutex_unlock(&lost.mu);
+    return n;
+}
+
+static int handler_called(void *arg)
+{
+    return lost_calls() > *(int *)arg;
+}
+
+/* The handler was called once more than calls_before, for key with reason,
+ * from the watchdog (by_watchdog) or this thread. */
+static void check_handler(int calls_before, const char *key, int reason,
+                          int by_watchdog)
+{
+    pthread_mutex_lock(&lost.mu);
+    printf("  lost handler: %d call(s), key %s, reason %d, %s thread\n",
+           lost.calls - calls_before, lost.key, lost.reason,
+           pthread_equal(lost.thread, pthread_self()) ? "this" : "another");
+    CHECK_EQ(lost.calls, calls_before + 1);
+    CHECK(strcmp(lost.key, key) == 0);
+    CHECK_EQ(lost.reason, reason);
+    CHECK_EQ(!pthread_equal(lost.thread, pthread_self()), by_watchdog);
+    pthread_mutex_unlock(&lost.mu);
+}
+
+/* The watchdog noticed: the handler runs while the body still does. */
+static void handler_before_leave(int calls_before)
+{
+    int64_t ms = wait_until(handler_called, &calls_before, 5000);
+    CHECK_MSG(ms >= 0, "no lost handler call while the body ran");
+}
+
 /* ---- helpers --------------------------------------------------------------
  */
 
@@ -74,6 +132,7 @@ static void max_renew_runs_out(void)
     lw_stats before;
     lw_stats_get(&before);
     int warn_before = warnings_now();
+    int calls = lost_calls();
     lw_guard g;
     lw_lock_opts o = lock_opts(EXPIRE_MS, 0, max_renew);
     CHECK_RC(lw_lock(&g, "mr", 2, &o), LW_OK);
@@ -89,7 +148,9 @@ static void max_renew_runs_out(void)
     /* Not before the renewals it was allowed: past the first lease. */
     CHECK_RANGE(lost_after, EXPIRE_MS / 2, 4 * EXPIRE_MS);
     CHECK_EQ(mid.renewed - before.renewed, max_renew);
+    handler_before_leave(calls);
     leave_lost(&g, &before, warn_before);
+    check_handler(calls, "lock:mr", LW_LOST_RENEWALS, 1);
     /* Nothing renews it any more: the key is gone by its TTL at the latest. */
     sleep_ms(EXPIRE_MS + 200);
     CHECK_EQ(lock_exists(&srv, "mr"), 0);
@@ -124,6 +185,7 @@ static void deleted_from_outside(void)
     lw_stats before;
     lw_stats_get(&before);
     int warn_before = warnings_now();
+    int calls = lost_calls();
     lw_guard g;
     lw_lock_opts o = lock_opts(EXPIRE_MS, 0, -1);
     CHECK_RC(lw_lock(&g, "del", 3, &o), LW_OK);
@@ -136,7 +198,9 @@ static void deleted_from_outside(void)
     CHECK_MSG(seen >= 0, "deletion not noticed within %d ms", 3 * EXPIRE_MS);
     /* The renewal must not have re-created the key. */
     CHECK_EQ(lock_exists(&srv, "del"), 0);
+    handler_before_leave(calls);
     leave_lost(&g, &before, warn_before);
+    check_handler(calls, "lock:del", LW_LOST_GONE, 1);
     CHECK_EQ(lock_exists(&srv, "del"), 0);
 }
 
@@ -147,6 +211,7 @@ static void taken_over(void)
     lw_stats before;
     lw_stats_get(&before);
     int warn_before = warnings_now();
+    int calls = lost_calls();
     lw_guard g;
     lw_lock_opts o = lock_opts(EXPIRE_MS, 0, -1);
     CHECK_RC(lw_lock(&g, "take", 4, &o), LW_OK);
@@ -157,7 +222,9 @@ static void taken_over(void)
     int64_t seen = wait_until(not_held, NULL, 3 * EXPIRE_MS);
     printf("lease taken over: noticed after %lld ms\n", (long long)seen);
     CHECK(seen >= 0);
+    handler_before_leave(calls);
     leave_lost(&g, &before, warn_before);
+    check_handler(calls, "lock:take", LW_LOST_GONE, 1);
     /* Our leave must not have deleted (or extended) the intruder's lock. */
     r = rh_cmd(&srv, "GET lock:take");
     CHECK(r && r->type == REDIS_REPLY_STRING &&
@@ -173,11 +240,13 @@ static void deleted_then_leave_at_once(void)
     lw_stats before;
     lw_stats_get(&before);
     int warn_before = warnings_now();
+    int calls = lost_calls();
     lw_guard g;
     lw_lock_opts o = lock_opts(30000, 0, -1);
     CHECK_RC(lw_lock(&g, "quick", 5, &o), LW_OK);
     CHECK_EQ(rh_cmd_int(&srv, "DEL lock:quick"), 1);
     leave_lost(&g, &before, warn_before);
+    check_handler(calls, "lock:quick", LW_LOST_GONE, 0);
 }
 
 /* Redis frozen (as in a long pause of this process, the watchdog cannot
@@ -225,6 +294,7 @@ int main(void)
         CHECK_EQ(any_lines, 0);
     }
     lw_set_logger(capture, &warnings, LW_LOG_WARN);
+    lw_set_lost_handler(on_lost, &lost);
 
     deleted_then_leave_at_once();
     deleted_from_outside();
@@ -232,6 +302,18 @@ int main(void)
     max_renew_zero();
     max_renew_runs_out();
     lease_end_without_renewal();
+
+    /* Removed: a loss calls nothing. */
+    lw_set_lost_handler(NULL, NULL);
+    {
+        int calls = lost_calls();
+        lw_guard g;
+        lw_lock_opts o = lock_opts(30000, 0, -1);
+        CHECK_RC(lw_lock(&g, "nh", 2, &o), LW_OK);
+        CHECK_EQ(rh_cmd_int(&srv, "DEL lock:nh"), 1);
+        CHECK_RC(lw_guard_leave(&g), LW_ELOST);
+        CHECK_EQ(lost_calls(), calls);
+    }
 
     lw_set_logger(NULL, NULL, LW_LOG_WARN);
     lw_shutdown();
