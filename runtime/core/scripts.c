@@ -113,11 +113,13 @@ static const char enqueue_lua[] = MINT_LUA
  * queued leaves none: that would cost every release a write, and a caller
  * that takes the key between the two runs is rare; the retry then reports
  * LW_ELOST, a false alarm, never a hidden loss.)
- * The alive key, mailbox and receipt are not declared (their names depend on
- * the queue's head and our token), so while the slot is being migrated and
- * such a key already moved, Redis refuses it here: pcall catches that, after
- * our DEL, and the waiter is only woken, never handed a lock it may not be
- * alive to release.
+ * While the slot is being migrated, Redis refuses a command on a key this
+ * node does not hold (it may be on the other node already): the lock key is
+ * overwritten for a hand-off, never deleted and set again, and the queue is
+ * not read again once its last member is gone.  The alive key, mailbox and
+ * receipt are not declared (their names depend on the queue's head and our
+ * token), so such a key may have moved: pcall catches that, and the waiter
+ * is only woken, never handed a lock it may not be alive to release.
  */
 static const char release_lua[] = MINT_LUA
     "local v = redis.call('get', KEYS[1])\n"
@@ -127,17 +129,16 @@ static const char release_lua[] = MINT_LUA
     "  if v then return -1 end\n"
     "  return 0\n"
     "end\n"
-    "redis.call('del', KEYS[1])\n"
     "local function tell(tok, msg)\n"
     "  redis.pcall('set', receipt, '1', 'PX', ARGV[5])\n"
     "  local box = ARGV[4] .. tok .. ':g'\n"
     "  redis.pcall('rpush', box, msg)\n"
     "  redis.pcall('pexpire', box, ARGV[2])\n"
     "end\n"
+    "local n = redis.call('zcard', KEYS[2])\n"
     "local now\n"
-    "while true do\n"
+    "while n > 0 do\n"
     "  local head = redis.call('zrange', KEYS[2], 0, 0, 'WITHSCORES')\n"
-    "  if #head == 0 then return 1 end\n"
     "  if not now then\n"
     "    local t = redis.call('time')\n"
     "    now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
@@ -148,20 +149,22 @@ static const char release_lua[] = MINT_LUA
     "  local alive = redis.pcall('exists', ARGV[4] .. tok)\n"
     "  if alive == 0 then\n"
     "    redis.call('zrem', KEYS[2], head[1])\n"
-    "  elseif type(alive) ~= 'number' then\n"
-    "    tell(tok, 'w')\n"
-    "    return 1\n"
-    "  elseif now - tonumber(head[2]) >= tonumber(ARGV[3]) * 1000 then\n"
+    "    n = n - 1\n"
+    "  elseif type(alive) == 'number' and\n"
+    "      now - tonumber(head[2]) >= tonumber(ARGV[3]) * 1000 then\n"
     "    redis.call('zrem', KEYS[2], head[1])\n"
     "    redis.call('set', KEYS[1], tok, 'PX', lease)\n"
     "    local f = mint(KEYS[3])\n"
     "    tell(tok, 'g' .. string.format('%d', f) .. ' ' .. head[2])\n"
     "    return 1\n"
     "  else\n"
+    "    redis.call('del', KEYS[1])\n"
     "    tell(tok, 'w')\n"
     "    return 1\n"
     "  end\n"
-    "end\n";
+    "end\n"
+    "redis.call('del', KEYS[1])\n"
+    "return 1\n";
 
 /* One lock key alone: compare the token, then renew (ARGV[2], lease ms) or
  * delete (no ARGV[2]).  KEYS: lock.  ARGV: token [, lease ms].  1 done, 0

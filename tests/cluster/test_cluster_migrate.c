@@ -141,35 +141,80 @@ static long long exists(rh_server *s, const char *key)
     return n;
 }
 
-/* A lock taken before a migration of its slot begins and released once it
- * has: its key is still on src and its queue exists nowhere, so the release
- * script (lock and queue keys) meets TRYAGAIN for as long as the migration
- * lasts.  The release must still delete the key, not leave it to its TTL.
- * The slot is another of src's, made stable again afterwards. */
-static void release_in_split_slot(rh_server *src, rh_server *dst,
-                                  const char *src_id, const char *dst_id)
+struct split_waiter {
+    const char *key;
+    int rc;
+};
+
+static void *wait_in_split_slot(void *arg)
 {
-    char full[40];
-    const char *key = full + 5; /* without the prefix, "lock:" */
+    struct split_waiter *w = arg;
     lw_lock_opts o;
     lw_guard g;
-    int slot = -1;
-
-    for (int i = 0; slot < 0 || rh_cluster_master_of(&cl, slot) != src; i++)
-        slot = lw__key_slot(
-            full, (size_t)snprintf(full, sizeof full, "lock:split{%d}", i));
 
     memset(&o, 0, sizeof o);
-    o.expire_ms = 3000;
+    o.expire_ms = 5000;
+    o.wait_ms = 20000;
+    w->rc = lw_lock(&g, w->key, strlen(w->key), &o);
+    if (w->rc == LW_OK)
+        w->rc = lw_guard_leave(&g);
+    return NULL;
+}
+
+/* A lock taken before a migration of its slot begins and released once it
+ * has.  Alone, its key is still on src and its queue exists nowhere, so the
+ * release script (lock and queue keys) meets TRYAGAIN for as long as the
+ * migration lasts.  With a waiter, all the script's keys are on src, but
+ * src refuses to create a key in a migrating slot: a hand-off must
+ * overwrite the lock key, not delete it and set it again.  Either way the
+ * release must succeed, not leave the key to its TTL, and the waiter gets
+ * the lock.  The slot is another of src's, made stable again afterwards. */
+static void release_in_split_slot(rh_server *src, rh_server *dst,
+                                  const char *src_id, const char *dst_id,
+                                  int with_waiter)
+{
+    char full[40], queue[64];
+    const char *key = full + 5; /* without the prefix, "lock:" */
+    struct split_waiter w = {key, 0};
+    pthread_t t;
+    lw_lock_opts o;
+    lw_guard g;
+    int slot = -1, tag = 0;
+
+    for (; slot < 0 || rh_cluster_master_of(&cl, slot) != src; tag++)
+        slot = lw__key_slot(full, (size_t)snprintf(full, sizeof full,
+                                                   "lock:split%d{%d}",
+                                                   with_waiter, tag));
+
+    memset(&o, 0, sizeof o);
+    o.expire_ms = 5000;
     o.wait_ms = 1000;
     CHECK_EQ(lw_lock(&g, key, strlen(key), &o), LW_OK);
     CHECK_EQ(exists(src, full), 1);
+    if (with_waiter) {
+        snprintf(queue, sizeof queue, "{%d}%s:q", tag - 1, full);
+        CHECK_EQ(pthread_create(&t, NULL, wait_in_split_slot, &w), 0);
+        for (int i = 0; i < 1000; i++) {
+            redisReply *r = rh_cmd(src, "ZCARD %s", queue);
+            long long n = r && r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
+            freeReplyObject(r);
+            if (n == 1)
+                break;
+            usleep(10000);
+        }
+        usleep(50000); /* older than the hand-off age: it is handed the lock */
+    }
     begin_migration(src, dst, slot, src_id, dst_id);
     CHECK_EQ(lw_guard_leave(&g), LW_OK);
     CHECK_EQ(atomic_load(&release_failures), 0);
-    CHECK_EQ(exists(src, full), 0);
+    /* Deleted, or handed to the waiter. */
+    CHECK_EQ(exists(src, full), with_waiter);
     ok_reply(rh_cmd(src, "CLUSTER SETSLOT %d STABLE", slot), "STABLE");
     ok_reply(rh_cmd(dst, "CLUSTER SETSLOT %d STABLE", slot), "STABLE");
+    if (with_waiter) {
+        CHECK_EQ(pthread_join(t, NULL), 0);
+        CHECK_RC(w.rc, LW_OK);
+    }
 }
 
 /* Move every key of slot from src to dst, a few at a time; returns how many
@@ -239,7 +284,8 @@ int main(void)
     lw_config_init(&cfg);
     cfg.redis_url = cl.url;
     CHECK_EQ(lw_configure(&cfg), LW_OK);
-    release_in_split_slot(src, dst, src_id, dst_id);
+    release_in_split_slot(src, dst, src_id, dst_id, 0);
+    release_in_split_slot(src, dst, src_id, dst_id, 1);
     for (int i = 0; i < THREADS; i++)
         CHECK_EQ(pthread_create(&t[i], NULL, worker, (void *)(intptr_t)(i + 1)),
                  0);
