@@ -99,17 +99,20 @@ int lw__names_init(struct lw_names *n, const char *key, size_t len,
     size_t start, taglen, restlen = len, need, base, fencetag;
     const char *tag, *rest = key;
     char tagbuf[8], fencebuf[8], *p, *head;
-    int slot = per_slot ? lw__key_slot(key, len) : -1;
 
-    fencetag = per_slot ? slot_tag(slot, fencebuf) : sizeof SERVER_TAG - 1;
+    fencetag = per_slot ? slot_tag(lw__key_slot(key, len), fencebuf)
+                        : sizeof SERVER_TAG - 1;
     if (lw__hash_tag(key, len, &start, &taglen)) {
         tag = key + start;
     } else if (memchr(key, '}', len) == NULL) {
         tag = key;
         taglen = len;
         restlen = 0;
+    } else if (per_slot) {
+        tag = fencebuf; /* S, made for the fence counter already */
+        taglen = fencetag;
     } else {
-        taglen = slot_tag(slot >= 0 ? slot : lw__key_slot(key, len), tagbuf);
+        taglen = slot_tag(lw__key_slot(key, len), tagbuf);
         tag = tagbuf;
     }
     base = taglen + 2 + restlen;
