@@ -5,47 +5,73 @@
  * inherited connections unused (their sockets are the parent's streams) and
  * treat inherited guards as not held (lw_still_held() == 0, leaving them
  * releases nothing).  Modules that keep mutexes or threads register hooks
- * here, so the library has one pthread_atfork() and one order to run them
- * in.
+ * here (a module with one leaf mutex registers just the mutex), so the
+ * library has one pthread_atfork() and one order to run them in.
  */
 #include "base/fork.h"
 
 #include <pthread.h>
 
-#define HOOKS_MAX 8
+#define HOOKS_MAX   8
+#define MUTEXES_MAX 4
 
 unsigned lw__fork_gen = 1;
 
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t register_mu = PTHREAD_MUTEX_INITIALIZER;
-static const struct lw_fork_hooks *hooks[HOOKS_MAX];
-static int nhooks; /* published with release: hooks[0..n) are complete */
+/* Registered hooks (struct lw_fork_hooks) and mutexes; each count is
+ * published with release: entries [0..n) are complete. */
+static const void *hooks[HOOKS_MAX], *mutexes[MUTEXES_MAX];
+static int nhooks, nmutexes;
 
-static int count(void)
+static int count(const int *n)
 {
-    return __atomic_load_n(&nhooks, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(n, __ATOMIC_ACQUIRE);
 }
 
+static const struct lw_fork_hooks *hook(int i)
+{
+    return hooks[i];
+}
+
+/* Registered as a non-const pointer: casting back is sound. */
+static pthread_mutex_t *mutex(int i)
+{
+    return (pthread_mutex_t *)mutexes[i];
+}
+
+static void unlock_mutexes(void)
+{
+    for (int i = 0, n = count(&nmutexes); i < n; i++)
+        pthread_mutex_unlock(mutex(i));
+}
+
+/* Leaf mutexes last: a hook's lock may be held by a thread that is about
+ * to take one of them, never the reverse. */
 static void prepare(void)
 {
-    for (int i = count() - 1; i >= 0; i--)
-        if (hooks[i]->prepare)
-            hooks[i]->prepare();
+    for (int i = count(&nhooks) - 1; i >= 0; i--)
+        if (hook(i)->prepare)
+            hook(i)->prepare();
+    for (int i = count(&nmutexes) - 1; i >= 0; i--)
+        pthread_mutex_lock(mutex(i));
 }
 
 static void parent(void)
 {
-    for (int i = 0, n = count(); i < n; i++)
-        if (hooks[i]->parent)
-            hooks[i]->parent();
+    unlock_mutexes();
+    for (int i = 0, n = count(&nhooks); i < n; i++)
+        if (hook(i)->parent)
+            hook(i)->parent();
 }
 
 static void child(void)
 {
     lw__fork_gen++;
-    for (int i = 0, n = count(); i < n; i++)
-        if (hooks[i]->child)
-            hooks[i]->child();
+    unlock_mutexes();
+    for (int i = 0, n = count(&nhooks); i < n; i++)
+        if (hook(i)->child)
+            hook(i)->child();
 }
 
 static void install(void)
@@ -58,17 +84,28 @@ void lw__fork_init(void)
     pthread_once(&fork_once, install);
 }
 
-void lw__fork_register(const struct lw_fork_hooks *h)
+/* Append p to list (*n entries, max at most) unless it is there.  A fixed
+ * number of modules register: more is a bug, found in tests. */
+static void add_once(const void **list, int *n, int max, const void *p)
 {
     lw__fork_init();
     pthread_mutex_lock(&register_mu);
-    int n = nhooks, seen = 0;
-    for (int i = 0; i < n; i++)
-        seen |= hooks[i] == h;
-    /* A fixed number of modules register: more is a bug, found in tests. */
-    if (!seen && n < HOOKS_MAX) {
-        hooks[n] = h;
-        __atomic_store_n(&nhooks, n + 1, __ATOMIC_RELEASE);
+    int k = *n, seen = 0;
+    for (int i = 0; i < k; i++)
+        seen |= list[i] == p;
+    if (!seen && k < max) {
+        list[k] = p;
+        __atomic_store_n(n, k + 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&register_mu);
+}
+
+void lw__fork_register(const struct lw_fork_hooks *h)
+{
+    add_once(hooks, &nhooks, HOOKS_MAX, h);
+}
+
+void lw__fork_register_mutex(pthread_mutex_t *mu)
+{
+    add_once(mutexes, &nmutexes, MUTEXES_MAX, mu);
 }

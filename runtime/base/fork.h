@@ -1,6 +1,8 @@
 #ifndef LW_FORK_H
 #define LW_FORK_H
 
+#include <pthread.h>
+
 /* Bumped in every child after fork(): per-thread state stamped with an older
  * value (connection, token base) belongs to the parent and is dropped.
  * Comparing a counter avoids a getpid() system call on every lock. */
@@ -23,5 +25,12 @@ void lw__fork_init(void);
  * does.  h must live as long as the process; registering it again does
  * nothing.  Thread-safe. */
 void lw__fork_register(const struct lw_fork_hooks *h);
+
+/* Hold mu across every later fork() (taken after every prepare hook,
+ * released before the parent and child hooks), so that neither process
+ * inherits it held by a thread the child does not have.  mu must be a
+ * leaf (no other lock taken while it is held) and live as long as the
+ * process; registering it again does nothing.  Thread-safe. */
+void lw__fork_register_mutex(pthread_mutex_t *mu);
 
 #endif

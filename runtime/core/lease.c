@@ -43,33 +43,9 @@ static struct {
     void *ud;
 } lost = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-static void lost_lock(void)
-{
-    pthread_mutex_lock(&lost.mu);
-}
-
-static void lost_unlock(void)
-{
-    pthread_mutex_unlock(&lost.mu);
-}
-
-static void lost_register_fork(void)
-{
-    static const struct lw_fork_hooks hooks = {lost_lock, lost_unlock,
-                                               lost_unlock};
-    lw__fork_register(&hooks);
-}
-
-static void lost_init(void)
-{
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-    pthread_once(&once, lost_register_fork);
-}
-
 void lw_set_lost_handler(lw_lost_fn fn, void *ud)
 {
-    lost_init();
+    lw__fork_register_mutex(&lost.mu);
     pthread_mutex_lock(&lost.mu);
     lost.fn = fn;
     lost.ud = ud;
@@ -83,7 +59,7 @@ void lw__lease_notify_lost(const struct lw_lease *l, int reason)
 
     /* Called outside the mutex: a handler may then take its time, or set
      * another handler, without stalling or deadlocking the others. */
-    lost_init();
+    lw__fork_register_mutex(&lost.mu);
     pthread_mutex_lock(&lost.mu);
     fn = lost.fn;
     ud = lost.ud;

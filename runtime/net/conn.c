@@ -182,26 +182,8 @@ static int nevict_warned;
  * ACL may deny: then nothing is known and nothing said) and warn once per
  * server.
  */
-static void evict_lock(void)
-{
-    pthread_mutex_lock(&evict_mu);
-}
-
-static void evict_unlock(void)
-{
-    pthread_mutex_unlock(&evict_mu);
-}
-
-static void evict_register_fork(void)
-{
-    static const struct lw_fork_hooks hooks = {evict_lock, evict_unlock,
-                                               evict_unlock};
-    lw__fork_register(&hooks);
-}
-
 static int check_eviction(struct lw_conn *c, const struct lw_url *u)
 {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
     const char *argv[] = {"INFO", "memory"};
     redisReply *r = NULL;
     char where[128], policy[32] = "";
@@ -215,7 +197,7 @@ static int check_eviction(struct lw_conn *c, const struct lw_url *u)
     if (policy[0] == '\0' || strcmp(policy, "noeviction") == 0)
         return rc;
     lw__url_describe(u, where, sizeof where);
-    pthread_once(&once, evict_register_fork);
+    lw__fork_register_mutex(&evict_mu);
     pthread_mutex_lock(&evict_mu);
     for (int i = 0; i < nevict_warned; i++)
         seen |= strcmp(evict_warned[i], where) == 0;
