@@ -118,6 +118,7 @@ enum {
     LW_EREPLICAS = -9, /* too few replicas confirmed the lock (wait_replicas) */
     LW_ESYSTEM = -10,  /* the system refused what lockweave needs: randomness
                           for lock tokens (getrandom), or a thread */
+    LW_ESHUTDOWN = -11, /* lw_shutdown() ran while the lock was wanted */
 };
 
 /* A static English text for an LW_E... code ("unknown error" otherwise).
@@ -294,11 +295,13 @@ LW_API void lw_set_last_error(int code);
 LW_API int lw_lock(lw_guard *g, const char *key, size_t keylen,
                    const lw_lock_opts *opts);
 
-/* Release held locks in Redis now and stop the runtime's threads (optional:
- * tests and leak checkers).  Guards still entered read as lost: leaving one
- * is LW_ELOST and changes nothing in Redis.  No thread may be inside
- * lw_guard_enter() or lw_guard_leave() meanwhile.  The next call starts the
- * runtime again. */
+/* Release held locks in Redis now and stop the runtime's threads (a
+ * service's exit path, tests, leak checkers).  Guards still entered read as
+ * lost: leaving one is LW_ELOST and changes nothing in Redis.  Other
+ * threads' waits end at once: lw_guard_enter() returns LW_ESHUTDOWN (the
+ * waiter left its queue), as it does when called while lw_shutdown() runs;
+ * releases in progress finish first.  The next call starts the runtime
+ * again. */
 LW_API void lw_shutdown(void);
 
 #ifdef __cplusplus

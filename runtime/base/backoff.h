@@ -3,10 +3,6 @@
 
 #include <stdint.h>
 
-/* Sleep us microseconds (nothing if us <= 0); a signal does not cut it
- * short, the rest is slept. */
-void lw__sleep_us(int64_t us);
-
 /*
  * Exponential backoff with jitter, for every retry loop of the library:
  * each step is uniformly spread over [next/2, next], so clients that failed

@@ -28,6 +28,8 @@ const char *lw_strerror(int code)
         return "lock not confirmed by enough replicas (WAIT)";
     case LW_ESYSTEM:
         return "the system refused randomness or a thread";
+    case LW_ESHUTDOWN:
+        return "lw_shutdown() ran while the lock was wanted";
     default:
         return "unknown error";
     }

@@ -12,6 +12,7 @@
 #include "base/backoff.h"
 #include "base/clock.h"
 #include "base/config.h"
+#include "base/gate.h"
 #include "base/log.h"
 #include "base/result.h"
 #include "base/stats.h"
@@ -334,8 +335,9 @@ static int await_mail(struct attempt *a, int64_t timeout_us, uint64_t *fence,
     const char *argv[] = {"BLPOP", a->alive, secs};
     size_t lens[] = {5, a->alivelen + 2, 0};
     struct lw_cmd cmd = {3, argv, lens};
-    struct lw_request q = {
-        .cmds = &cmd, .ncmds = 1, .flags = LW_REQ_RAW_ERRORS};
+    struct lw_request q = {.cmds = &cmd,
+                           .ncmds = 1,
+                           .flags = LW_REQ_RAW_ERRORS | LW_REQ_INTERRUPTIBLE};
     redisReply *r;
     int replayed, rc;
 
@@ -414,25 +416,29 @@ static int wait_for(struct attempt *a, int64_t ttl_ms, int *queued)
     *queued = rc == LW_R_BUSY;
     while (rc == LW_R_BUSY) {
         int64_t left_us = a->deadline_us - lw__now_us();
-        if (left_us <= 0)
+        if (left_us <= 0 || lw__gate_closing())
             break;
         left_us = next_sleep_us(a, mailbox, &backoff, ttl_ms, left_us);
         if (!mailbox) {
-            lw__sleep_us(left_us);
-        } else if ((rc = await_mail(a, left_us, &fence, entry)) ==
-                       LW_R_REFUSED ||
-                   rc < 0) {
-            if (rc == LW_R_REFUSED)
-                mailbox_refused(a->l->cfg);
-            mailbox = 0; /* for the rest of this wait */
-        } else if (rc == LW_OK && fresh_grant(a, entry)) {
+            lw__gate_sleep_us(left_us);
+        } else if ((rc = await_mail(a, left_us, &fence, entry)) == LW_OK &&
+                   fresh_grant(a, entry)) {
             *a->fence = fence;
             a->valid_ms = a->l->expire_ms;
             return LW_OK;
+        } else if (rc == LW_R_REFUSED) {
+            mailbox_refused(a->l->cfg);
+            mailbox = 0; /* for the rest of this wait */
+        } else if (rc < 0) {
+            mailbox = 0;
         }
+        rc = LW_R_BUSY;
+        if (lw__gate_closing())
+            break; /* lw_shutdown(): leave the queue at once */
         rc = enqueue(a, 1, &ttl_ms);
     }
-    if (rc == LW_R_BUSY) { /* deadline: leave the queue, unless handed it */
+    if (rc == LW_R_BUSY) { /* deadline or shutdown: leave the queue, unless
+                              handed it */
         rc = enqueue(a, 0, &ttl_ms);
         rc = rc == LW_R_BUSY ? LW_ETIMEOUT : rc;
     }

@@ -13,6 +13,7 @@
 #include "base/clock.h"
 #include "base/config.h"
 #include "base/fork.h"
+#include "base/gate.h"
 #include "base/log.h"
 #include "base/stats.h"
 #include "base/thread.h"
@@ -23,8 +24,10 @@
 void lw_guard_init(lw_guard *gu, const lw_lock_opts *opts)
 {
     struct lw_gimpl *g = lw__gimpl(gu);
-    const struct lw_settings *s = lw__settings();
+    const struct lw_settings *s;
 
+    lw__gate_pass(); /* lw_shutdown() frees the settings read here */
+    s = lw__settings();
     g->key = g->inline_key;
     g->keycap = sizeof g->inline_key;
     g->keylen = 0;
@@ -39,6 +42,7 @@ void lw_guard_init(lw_guard *gu, const lw_lock_opts *opts)
     g->fence = 0;
     g->lease.lost = 0;
     g->key_start = g->keylen;
+    lw__gate_exit();
 }
 
 /* Free a key that grew onto the heap (keybuf.c); the key is empty again. */
@@ -107,24 +111,44 @@ static int give_back(struct lw_lease *l)
     return l->be->release(l);
 }
 
-static int own(struct lw_thread *t, struct lw_gimpl *g)
+/* Acquire inside the gate.  A lock won while lw_shutdown() waits for us
+ * is given back at once: the body must not start under a runtime being
+ * taken down, and whatever made the wait fail then, the caller's answer is
+ * the shutdown. */
+static int acquire(struct lw_gimpl *g)
 {
-    const struct lw_settings *cfg = lw__settings();
-    int rc;
+    const struct lw_settings *cfg;
+    int rc = lw__gate_enter(), held;
 
-    lw__fork_init();
-    if (cfg->error != LW_OK)
-        return cfg->error;
+    if (rc != LW_OK)
+        return rc;
+    cfg = lw__settings();
+    rc = cfg->error;
+    if (rc != LW_OK)
+        goto out;
     lw__lease_init(&g->lease, lw__backend_for(cfg), cfg, g->key, g->keylen,
                    g->key_start, &g->opts);
     rc = g->lease.be->acquire(&g->lease, &g->opts, &g->fence);
+    held = rc == LW_OK;
+    if (held)
+        rc = lw__gate_closing() ? LW_ESHUTDOWN : lw__watchdog_add(&g->lease);
+    if (held && rc != LW_OK)
+        give_back(&g->lease);
+    if (rc != LW_OK && lw__gate_closing())
+        rc = LW_ESHUTDOWN;
+out:
+    lw__gate_exit();
+    return rc;
+}
+
+static int own(struct lw_thread *t, struct lw_gimpl *g)
+{
+    int rc;
+
+    lw__fork_init();
+    rc = acquire(g);
     if (rc != LW_OK)
         return rc;
-    rc = lw__watchdog_add(&g->lease);
-    if (rc != LW_OK) {
-        give_back(&g->lease);
-        return rc;
-    }
     g->state = LW_G_OWNER;
     g->owner = g;
     g->depth = 0;
@@ -192,7 +216,14 @@ int lw_guard_leave(lw_guard *gu)
         lw__log(LW_LOG_ERROR, "lock %.*s released with %u re-entries open",
                 (int)g->keylen, g->key, g->depth);
     /* A forked child never touches the parent's lock: not its to release. */
-    rc = g->fork_gen != lw__fork_gen ? LW_EFORKED : give_back(&g->lease);
+    if (g->fork_gen != lw__fork_gen) {
+        rc = LW_EFORKED;
+    } else {
+        lw__gate_pass(); /* a release finishes even while lw_shutdown()
+                            waits: it gives back what shutdown would */
+        rc = give_back(&g->lease);
+        lw__gate_exit();
+    }
     if (g->fork_gen == lw__fork_gen)
         LW_STAT_SUB(held, 1);
     if (rc == LW_ELOST)

@@ -26,6 +26,7 @@
 #include "base/backoff.h"
 #include "base/clock.h"
 #include "base/config.h"
+#include "base/gate.h"
 #include "base/log.h"
 #include "base/result.h"
 #include "net/conn.h"
@@ -218,7 +219,10 @@ int lw__redlock_acquire(struct lw_lease *l, const lw_lock_opts *opts,
             break;
         }
         pause_us = lw__backoff_step(&backoff);
-        lw__sleep_us(pause_us < left_us ? pause_us : left_us);
+        if (lw__gate_sleep_us(pause_us < left_us ? pause_us : left_us)) {
+            rc = LW_ESHUTDOWN;
+            break;
+        }
     }
     if (waited)
         lw__stat_wait((uint64_t)(lw__now_us() - start_us));

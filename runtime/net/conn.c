@@ -16,6 +16,7 @@
 #include "base/clock.h"
 #include "base/config.h"
 #include "base/fork.h"
+#include "base/gate.h"
 #include "base/log.h"
 #include "base/stats.h"
 #include "base/thread.h"
@@ -445,6 +446,21 @@ static int read_replies(struct lw_conn *c, const struct lw_request *q,
     return 0;
 }
 
+/* read_replies(), with the socket watched by the gate if q may block. */
+static int read_watched(struct lw_conn *c, const struct lw_request *q,
+                        redisReply **out, struct lw_exchange *x)
+{
+    struct lw_gate_watch w;
+    int rc;
+
+    if (!(q->flags & LW_REQ_INTERRUPTIBLE))
+        return read_replies(c, q, out);
+    lw__gate_watch(&w, c->ctx->fd);
+    rc = read_replies(c, q, out);
+    x->shut = lw__gate_unwatch(&w);
+    return rc;
+}
+
 void lw__replies_free(redisReply **out, int n)
 {
     for (int i = 0; i < n; i++) {
@@ -513,10 +529,13 @@ int lw__conn_run(struct lw_conn *c, const struct lw_request *q,
         rc = lw__conn_start(c, q, &x);
         if (rc != LW_OK)
             continue; /* x.again: replay on a new connection */
-        if (read_replies(c, q, out) != 0) {
+        if (read_watched(c, q, out, &x) != 0) {
             lw__replies_free(out, n);
-            lw__conn_broke(c, &x, io_error(c));
             rc = LW_EREDIS;
+            if (x.shut) /* lw_shutdown(): not a failure */
+                lw__conn_drop(c);
+            else
+                lw__conn_broke(c, &x, io_error(c));
         } else if (lw__conn_noscript(q, &x, out[0])) {
             out[0] = NULL;
         }

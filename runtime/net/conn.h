@@ -94,6 +94,9 @@ struct lw_request {
  * once, for the caller to send key by key, instead of being retried until
  * the migration ends. */
 #define LW_REQ_SPLIT_OK 4
+/* A blocking read lw_shutdown() may cut short (BLPOP): the connection is then
+ * dropped without a warning or a replay, and the request fails (LW_EREDIS). */
+#define LW_REQ_INTERRUPTIBLE 8
 
 /* How many replies q gets: one per command, one for a script. */
 static inline int lw__request_nreplies(const struct lw_request *q)
@@ -131,6 +134,7 @@ struct lw_exchange {
     int sent;        /* bytes were written: q may have run */
     int replayed;    /* started again on a new connection after a break */
     int again;       /* start q again */
+    int shut;        /* lw_shutdown() cut the read short */
     int64_t sent_us; /* when it was first written */
 };
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/backoff.h"
+#include "base/gate.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/result.h"
@@ -364,7 +365,8 @@ int lw__route_run(const struct lw_settings *s, int slot,
         if (left_us <= 0)
             return rc;
         pause_us = lw__backoff_step(&backoff);
-        lw__sleep_us(pause_us < left_us ? pause_us : left_us);
+        if (lw__gate_sleep_us(pause_us < left_us ? pause_us : left_us))
+            return rc; /* lw_shutdown() */
     }
 }
 
