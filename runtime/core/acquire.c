@@ -145,7 +145,12 @@ static int try_verdict(struct attempt *a, redisReply **r)
     return LW_OK;
 }
 
-static int enqueue(struct attempt *a, int join, int64_t *ttl_ms);
+/* How a poll of the queue script joins: enqueue()'s join. */
+#define JOIN_LISTENING "1" /* queued, blocked on the mailbox between polls */
+#define JOIN_POLLING   "p" /* queued, only polling: never handed the lock */
+#define JOIN_LEAVE     "0" /* out of the queue */
+
+static int enqueue(struct attempt *a, const char *join, int64_t *ttl_ms);
 
 /* The INCR re-created a counter Redis had lost (keynames.h): mint the fence
  * again with the script that restarts the counter at the server's clock.
@@ -185,7 +190,7 @@ static int try_free(struct attempt *a, int64_t *ttl_ms)
                   route_deadline(a), r, &replayed);
     a->sent_us = a->to.sent_us;
     if (rc == LW_R_ASKED) /* slot migrating: one script, redirected whole */
-        return enqueue(a, 0, ttl_ms);
+        return enqueue(a, JOIN_LEAVE, ttl_ms);
     if (rc != LW_OK)
         return rc;
     rc = try_verdict(a, r);
@@ -214,16 +219,21 @@ static int64_t next_sleep_us(const struct attempt *a, int mailbox,
     return sleep_us < left_us ? sleep_us : left_us;
 }
 
-/* The acquire-or-queue script: same results as try_free().  join 1 queues
- * up (or refreshes our alive key), 0 leaves the queue. */
-static int enqueue(struct attempt *a, int join, int64_t *ttl_ms)
+/* The acquire-or-queue script: same results as try_free().  join: one of
+ * the JOIN_... above. */
+static int enqueue(struct attempt *a, const char *join, int64_t *ttl_ms)
 {
     struct lw_lease *l = a->l;
     char qttl[24];
-    const char *argv[] = {
-        l->key,           a->names->queue, a->names->fence,  a->alive,
-        l->token,         l->expire_str,   join ? "1" : "0", qttl,
-        LW_WAITER_KEYS_MS};
+    const char *argv[] = {l->key,
+                          a->names->queue,
+                          a->names->fence,
+                          a->alive,
+                          l->token,
+                          l->expire_str,
+                          join,
+                          qttl,
+                          LW_WAITER_KEYS_MS};
     size_t lens[] = {l->keylen,
                      a->names->queuelen,
                      a->names->fencelen,
@@ -412,7 +422,7 @@ static int wait_for(struct attempt *a, int64_t ttl_ms, int *queued)
     uint64_t fence;
     int mailbox = mailbox_usable(a->l->cfg), rc;
 
-    rc = enqueue(a, 1, &ttl_ms);
+    rc = enqueue(a, mailbox ? JOIN_LISTENING : JOIN_POLLING, &ttl_ms);
     *queued = rc == LW_R_BUSY;
     while (rc == LW_R_BUSY) {
         int64_t left_us = a->deadline_us - lw__now_us();
@@ -435,11 +445,11 @@ static int wait_for(struct attempt *a, int64_t ttl_ms, int *queued)
         rc = LW_R_BUSY;
         if (lw__gate_closing())
             break; /* lw_shutdown(): leave the queue at once */
-        rc = enqueue(a, 1, &ttl_ms);
+        rc = enqueue(a, mailbox ? JOIN_LISTENING : JOIN_POLLING, &ttl_ms);
     }
     if (rc == LW_R_BUSY) { /* deadline or shutdown: leave the queue, unless
                               handed it */
-        rc = enqueue(a, 0, &ttl_ms);
+        rc = enqueue(a, JOIN_LEAVE, &ttl_ms);
         rc = rc == LW_R_BUSY ? LW_ETIMEOUT : rc;
     }
     return rc;

@@ -62,7 +62,8 @@ static const char fence_lua[] = MINT_LUA "return mint(KEYS[1])\n";
 
 /* Acquire-or-queue, for threads that found the lock busy.
  * KEYS: lock, queue, fence, alive key.  ARGV: token, lease ms, join (1: queue
- * up / refresh, 0: leave the queue), queue ttl ms, alive ms.
+ * up / refresh, listening on the mailbox; p: the same, polling instead; 0:
+ * leave the queue), queue ttl ms, alive ms.  The alive key holds 1 or p.
  * The queue's TTL is set on every poll, not only lengthened: another
  * waiter's shorter one may cut it, but every live waiter polls far more
  * often than any queue ttl (over a second), so a queue with a live waiter
@@ -80,12 +81,12 @@ static const char enqueue_lua[] = MINT_LUA
     "  redis.call('del', KEYS[4])\n"
     "  return {mint(KEYS[3]), redis.call('pttl', KEYS[1])}\n"
     "end\n"
-    "if ARGV[3] == '1' then\n"
+    "if ARGV[3] ~= '0' then\n"
     "  local t = redis.call('time')\n"
     "  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
     "  redis.call('zadd', KEYS[2], 'NX', now, member)\n"
     "  redis.call('pexpire', KEYS[2], ARGV[4])\n"
-    "  redis.call('set', KEYS[4], '1', 'PX', ARGV[5])\n"
+    "  redis.call('set', KEYS[4], ARGV[3], 'PX', ARGV[5])\n"
     "else\n"
     "  redis.call('zrem', KEYS[2], member)\n"
     "  redis.call('del', KEYS[4])\n"
@@ -99,12 +100,15 @@ static const char enqueue_lua[] = MINT_LUA
  * ms, alive-key prefix, receipt ms.  1 released, 2 released by an earlier run
  * of this same release (see below), 0 already expired, -1 held by another
  * owner.
- * With waiters queued, the oldest live one is told, in its mailbox (kept for
- * mailbox ms): if it has waited at least the hand-off age, the lock is handed
- * to it right here (set to its token, fence minted, "g<fence> <entry score>"
- * sent, the score naming the queue entry it was made to) so nobody can barge
- * past it; otherwise "w" wakes it to compete.  Barging while the queue is
- * young keeps throughput; the hand-off bounds every waiter's wait.
+ * With waiters queued, the oldest live one that listens is told, in its
+ * mailbox (kept for mailbox ms): if it has waited at least the hand-off age,
+ * the lock is handed to it right here (set to its token, fence minted,
+ * "g<fence> <entry score>" sent, the score naming the queue entry it was
+ * made to) so nobody can barge past it; otherwise "w" wakes it to compete.
+ * Barging while the queue is young keeps throughput; the hand-off bounds
+ * every waiter's wait.  A waiter that polls (Redis refused it BLPOP) would
+ * hear of a hand-off only at its next poll, the lock idle until then: it is
+ * passed over (the first POLLERS_SKIPPED of them) and finds the lock free.
  * A release that told a waiter leaves a receipt, "<alive prefix><our
  * token>:rel", for receipt ms: a release sent again after its reply was lost
  * (connection killed) may then find the waiter's token in the key — handed
@@ -121,6 +125,7 @@ static const char enqueue_lua[] = MINT_LUA
  * token), so such a key may have moved: pcall catches that, and the waiter
  * is only woken, never handed a lock it may not be alive to release.
  */
+#define POLLERS_SKIPPED "32"
 static const char release_lua[] = MINT_LUA
     "local v = redis.call('get', KEYS[1])\n"
     "local receipt = ARGV[4] .. ARGV[1] .. ':rel'\n"
@@ -136,9 +141,9 @@ static const char release_lua[] = MINT_LUA
     "  redis.pcall('pexpire', box, ARGV[2])\n"
     "end\n"
     "local n = redis.call('zcard', KEYS[2])\n"
-    "local now\n"
-    "while n > 0 do\n"
-    "  local head = redis.call('zrange', KEYS[2], 0, 0, 'WITHSCORES')\n"
+    "local i, now = 0\n"
+    "while i < n and i < " POLLERS_SKIPPED " do\n"
+    "  local head = redis.call('zrange', KEYS[2], i, i, 'WITHSCORES')\n"
     "  if not now then\n"
     "    local t = redis.call('time')\n"
     "    now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
@@ -146,11 +151,13 @@ static const char release_lua[] = MINT_LUA
     "  local sep = string.find(head[1], '|', 1, true)\n"
     "  local tok = string.sub(head[1], 1, sep - 1)\n"
     "  local lease = string.sub(head[1], sep + 1)\n"
-    "  local alive = redis.pcall('exists', ARGV[4] .. tok)\n"
-    "  if alive == 0 then\n"
+    "  local alive = redis.pcall('get', ARGV[4] .. tok)\n"
+    "  if not alive then\n"
     "    redis.call('zrem', KEYS[2], head[1])\n"
     "    n = n - 1\n"
-    "  elseif type(alive) == 'number' and\n"
+    "  elseif alive == 'p' then\n"
+    "    i = i + 1\n"
+    "  elseif type(alive) == 'string' and\n"
     "      now - tonumber(head[2]) >= tonumber(ARGV[3]) * 1000 then\n"
     "    redis.call('zrem', KEYS[2], head[1])\n"
     "    redis.call('set', KEYS[1], tok, 'PX', lease)\n"

@@ -1,11 +1,15 @@
 /* Credentials and database from the URL: an ACL user (AUTH user pass) gets
  * in, a wrong password or unknown user is LW_EAUTH (body not run), and the
  * /db path selects the database the lock key lands in.  A user denied BLPOP
- * still waits for a busy lock, by polling. */
+ * still waits for a busy lock, by polling, and is never handed a lock it
+ * would hear of only at its next poll. */
 #include "util.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static rh_server srv;
 
@@ -91,6 +95,68 @@ static void blpop_denied(void)
     lw_set_logger(NULL, NULL, LW_LOG_WARN);
 }
 
+/* The value of the one alive key of the queue of "passover" ("" if none). */
+static void alive_value(char *out, size_t n)
+{
+    redisReply *keys = rh_cmd(&srv, "KEYS {lock:passover}:w:*");
+    out[0] = '\0';
+    CHECK(keys && keys->type == REDIS_REPLY_ARRAY);
+    if (keys->elements == 1) {
+        redisReply *v = rh_cmd(&srv, "GET %s", keys->element[0]->str);
+        if (v && v->type == REDIS_REPLY_STRING)
+            snprintf(out, n, "%s", v->str);
+        freeReplyObject(v);
+    }
+    freeReplyObject(keys);
+}
+
+static int polling(void *arg)
+{
+    char v[8];
+    (void)arg;
+    alive_value(v, sizeof v);
+    return strcmp(v, "p") == 0;
+}
+
+/* A waiter that polls (here: a child as "nopop") is passed over by a
+ * release, which leaves the lock free for its next poll instead of handing
+ * it a lock that would sit idle until then.  The child is stopped right
+ * after a poll, so no poll of its own can take the lock between the release
+ * and the look at the key: the key must be gone, not the child's. */
+static void pollers_passed_over(void)
+{
+    char url[256];
+    lw_guard g;
+    pid_t pid;
+    int status;
+
+    url_for(url, sizeof url, "alice:secret@", -1);
+    use_url(url, 1000, 2000);
+    CHECK_RC(lock_str(&g, "passover", 30000, 0), LW_OK);
+    url_for(url, sizeof url, "nopop:secret@", -1);
+    pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        lw_guard c;
+        use_url(url, 1000, 2000);
+        int rc = lock_str(&c, "passover", 5000, 20000);
+        if (rc == LW_OK)
+            rc = lw_guard_leave(&c);
+        _exit(rc == LW_OK ? 0 : 1);
+    }
+    CHECK(wait_until(polling, NULL, 10000) >= 0);
+    CHECK_EQ(kill(pid, SIGSTOP), 0);
+    CHECK_RC(lw_guard_leave(&g), LW_OK);
+    CHECK_EQ(lock_exists(&srv, "passover"), 0);
+    redisReply *boxes = rh_cmd(&srv, "KEYS {lock:passover}:w:*:g");
+    CHECK(boxes && boxes->type == REDIS_REPLY_ARRAY);
+    CHECK_EQ(boxes->elements, 0);
+    freeReplyObject(boxes);
+    CHECK_EQ(kill(pid, SIGCONT), 0);
+    CHECK_EQ(waitpid(pid, &status, 0), pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 static void refused(const char *userinfo)
 {
     char url[256];
@@ -158,6 +224,7 @@ int main(void)
 
     acl_user();
     blpop_denied();
+    pollers_passed_over();
     refused("alice:wrong@");
     refused("mallory:secret@");
     no_credentials();
