@@ -302,7 +302,9 @@ cleanup:
     return rc;
 }
 
-static const char *const option_names[] = {"max_renew", "on_fail", "skip_if"};
+enum { OPT_MAX_RENEW, OPT_ON_FAIL, OPT_SKIP_IF, OPT_HOLD, NOPTS };
+static const char *const option_names[NOPTS] = {"max_renew", "on_fail",
+                                                "skip_if", "hold_at_least"};
 
 int annot_parse(lw_annot *a)
 {
@@ -310,7 +312,7 @@ int annot_parse(lw_annot *a)
     size_t n = strlen(s);
     span sp[MAXARGS];
     int errs = diag_errors();
-    int seen[3] = {-1, -1, -1};
+    int seen[NOPTS] = {-1, -1, -1, -1};
 
     a->max_renew = -1;
     int cnt = split_args(s, n, 0, 0, sp, MAXARGS, NULL);
@@ -364,14 +366,14 @@ int annot_parse(lw_annot *a)
         while (vb < olen && is_space(o[vb]))
             vb++;
         int which = -1;
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < NOPTS; k++)
             if (strlen(option_names[k]) == nlen &&
                 memcmp(option_names[k], o, nlen) == 0)
                 which = k;
         if (which < 0) {
             diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, i),
                  "unknown REDIS_LOCK option '%.*s' (known: max_renew, on_fail, "
-                 "skip_if)",
+                 "skip_if, hold_at_least)",
                  (int)nlen, o);
             continue;
         }
@@ -388,8 +390,13 @@ int annot_parse(lw_annot *a)
                  "option '%s' needs a value", option_names[which]);
             continue;
         }
+        if (which == OPT_HOLD) {
+            parse_duration(a, i, "hold_at_least", o + vb, olen - vb, 1,
+                           &a->hold_ms);
+            continue;
+        }
         char *val = xstrndup(o + vb, olen - vb);
-        if (which == 0) {
+        if (which == OPT_MAX_RENEW) {
             char *end;
             errno = 0;
             long long v = strtoll(val, &end, 10);
@@ -402,7 +409,7 @@ int annot_parse(lw_annot *a)
             else
                 a->max_renew = (int32_t)v;
             free(val);
-        } else if (which == 1) {
+        } else if (which == OPT_ON_FAIL) {
             a->on_fail = val;
             a->on_fail_off = annot_arg_off(a, i);
             a->has_on_fail = 1;
@@ -411,6 +418,12 @@ int annot_parse(lw_annot *a)
             a->skip_if_off = annot_arg_off(a, i);
         }
     }
+    /* The hold is kept by the key's TTL: it cannot outlast the lease. */
+    if (seen[OPT_HOLD] >= 0 && a->hold_ms > a->expire_ms && a->expire_ms > 0)
+        diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, seen[OPT_HOLD]),
+             "hold_at_least (%u ms) is longer than the expire time (%u ms): "
+             "the key cannot stay locked past its lease",
+             (unsigned)a->hold_ms, (unsigned)a->expire_ms);
     return diag_errors() == errs ? 0 : -1;
 }
 

@@ -177,9 +177,10 @@ void emit_func(const lw_func *f, lw_woven *out)
     put_return(&ret, f);
     /* Constant options: static, except in an external inline function,
      * where a static object would be a separate one per file. */
-    buf_printf(&wr, "    %sconst lw_lock_opts lw__o = {%uu, %uu, %d, 0u};\n",
+    buf_printf(&wr,
+               "    %sconst lw_lock_opts lw__o = {%uu, %uu, %d, 0u, %uu};\n",
                (!f->internal && f->is_inline) ? "" : "static ", f->expire_ms,
-               f->wait_ms, (int)f->max_renew);
+               f->wait_ms, (int)f->max_renew, f->hold_ms);
     buf_puts(&wr, "    lw_guard lw__g;\n");
     if (f->skip_if.text)
         put_skip_if(&wr, &f->skip_if, "", "", ret.p);

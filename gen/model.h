@@ -86,6 +86,7 @@ typedef struct lw_func {
     lw_key key;
     uint32_t expire_ms, wait_ms;
     int32_t max_renew;
+    uint32_t hold_ms;
     lw_expr on_fail, skip_if;
 } lw_func;
 

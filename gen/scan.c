@@ -439,6 +439,7 @@ static int model_func(walk *w, CXCursor def, const lw_annot *a,
     f->expire_ms = a->expire_ms;
     f->wait_ms = a->wait_ms;
     f->max_renew = a->max_renew;
+    f->hold_ms = a->hold_ms;
     expr_set(&f->on_fail, a, a->on_fail, a->on_fail_off);
     expr_set(&f->skip_if, a, a->skip_if, a->skip_if_off);
     rc = 0;

@@ -241,6 +241,9 @@ typedef struct lw_lock_opts {
     uint32_t wait_ms;   /* how long to wait for a busy lock; 0: try once */
     int32_t max_renew;  /* watchdog renewals at most; < 0: unlimited */
     uint32_t flags;     /* 0 (reserved) */
+    uint32_t hold_at_least_ms; /* > 0: released early, the key stays locked
+                                  until this long after acquisition (at
+                                  most expire_ms); 0: released at once */
 } lw_lock_opts;
 
 /* Bytes of key kept inside the guard; longer keys use the heap. */
@@ -278,7 +281,9 @@ LW_API void lw_guard_key_u64(lw_guard *g, uint64_t v);
  * and lw_last_error() returns the same code. */
 LW_API int lw_guard_enter(lw_guard *g);
 
-/* Release: stop renewal, compare-and-delete our token, wake a waiter.
+/* Release: stop renewal, compare-and-delete our token, wake a waiter (less
+ * than hold_at_least_ms after acquisition: set the key's TTL to the rest of
+ * it instead; the outermost guard's options apply to a re-entered key).
  * Returns and records in lw_last_error() LW_OK or LW_ELOST (the lease was
  * lost while held).  A release Redis could not confirm is logged, not an
  * error: the lease then ends by its TTL. */

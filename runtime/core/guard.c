@@ -95,8 +95,10 @@ static int check(const struct lw_gimpl *g)
 {
     if (g->status != LW_OK)
         return g->status;
-    if (g->keylen == g->key_start || g->opts.expire_ms == 0)
-        return LW_EINVAL; /* empty key, or a lease of no time */
+    if (g->keylen == g->key_start || g->opts.expire_ms == 0 ||
+        g->opts.hold_at_least_ms > g->opts.expire_ms)
+        return LW_EINVAL; /* empty key, a lease of no time, or a hold the
+                             lease cannot cover */
     return LW_OK;
 }
 
@@ -132,6 +134,9 @@ static int acquire(struct lw_gimpl *g)
     held = rc == LW_OK;
     if (held)
         rc = lw__gate_closing() ? LW_ESHUTDOWN : lw__watchdog_add(&g->lease);
+    if (held && rc == LW_OK)
+        lw__lease_acquired(&g->lease); /* a lock given back below is not
+                                          held at least for anything */
     if (held && rc != LW_OK)
         give_back(&g->lease);
     if (rc != LW_OK && lw__gate_closing())

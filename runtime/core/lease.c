@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdio.h>
 
+#include "base/clock.h"
 #include "base/fork.h"
 
 void lw__lease_init(struct lw_lease *l, const struct lw_backend *be,
@@ -21,6 +22,8 @@ void lw__lease_init(struct lw_lease *l, const struct lw_backend *be,
         snprintf(l->expire_str, sizeof l->expire_str, "%u", opts->expire_ms);
     l->drift_ms = 0;
     l->renews_left = opts->max_renew;
+    l->hold_ms = opts->hold_at_least_ms;
+    l->hold_until_ms = 0;
     l->valid_until_ms = 0;
     l->heap_idx = -1;
     l->fifo = -1;
@@ -28,6 +31,19 @@ void lw__lease_init(struct lw_lease *l, const struct lw_backend *be,
     l->lost = 0;
     l->lost_reason = 0;
     l->ended = 0;
+}
+
+void lw__lease_acquired(struct lw_lease *l)
+{
+    /* + 1: the clock's milliseconds are truncated. */
+    l->hold_until_ms = l->hold_ms > 0 ? lw__now_ms() + l->hold_ms + 1 : 0;
+}
+
+int64_t lw__lease_hold_left_ms(const struct lw_lease *l)
+{
+    int64_t left = l->hold_until_ms - lw__now_ms();
+
+    return l->hold_until_ms > 0 && left > 0 ? left : 0;
 }
 
 int lw__lease_mark_lost(struct lw_lease *l)

@@ -32,6 +32,9 @@ struct lw_lease {
     char expire_str[12]; /* expire_ms in decimal, as commands want it */
     int expire_len;
     int32_t renews_left;    /* < 0: unlimited */
+    uint32_t hold_ms;       /* hold_at_least_ms */
+    int64_t hold_until_ms;  /* a release before then keeps the key until
+                               then (our clock; set when acquired) */
     int64_t valid_until_ms; /* the lease surely ends by then (our clock) */
     int64_t due_ms;         /* next watchdog action */
     int heap_idx;           /* position in the watchdog heap, -1 if not there */
@@ -50,6 +53,15 @@ struct lw_lease {
 void lw__lease_init(struct lw_lease *l, const struct lw_backend *be,
                     const struct lw_settings *cfg, const char *key,
                     size_t keylen, size_t prefix_len, const lw_lock_opts *opts);
+
+/* The lease was just acquired: start its minimum hold, if it has one.  Our
+ * clock now is past the moment Redis set the key, so the hold lasts at
+ * least hold_ms from there. */
+void lw__lease_acquired(struct lw_lease *l);
+
+/* How long a release now must keep the key (ms, rounded up): what is left
+ * of the minimum hold, 0 when none is. */
+int64_t lw__lease_hold_left_ms(const struct lw_lease *l);
 
 /* The lease is lost (expired, evicted, another owner's): set once, read by
  * the locking thread (lw_still_held(), release) and the watchdog.  1 for

@@ -56,16 +56,17 @@ static int64_t round_deadline(const struct lw_settings *cfg, uint32_t cap_ms)
     return lw__now_us() + ms * 1000;
 }
 
-/* The REDLOCK script on the masters in mask: renew l for its lease length,
- * or delete it.  Votes: 1 done, 0 no key, -1 another owner's. */
+/* The REDLOCK script on the masters in mask: set l's TTL to ttl (a
+ * decimal string: a renewal, or what is left of a minimum hold), or delete
+ * it (ttl NULL).  Votes: 1 done, 0 no key, -1 another owner's. */
 static void compare_and(struct lw_masters *m, const struct lw_lease *l,
-                        int renew, unsigned mask, struct lw_vote *votes)
+                        const char *ttl, unsigned mask, struct lw_vote *votes)
 {
-    const char *argv[] = {l->key, l->token, l->expire_str};
-    size_t lens[] = {l->keylen, (size_t)l->toklen, (size_t)l->expire_len};
+    const char *argv[] = {l->key, l->token, ttl};
+    size_t lens[] = {l->keylen, (size_t)l->toklen, ttl ? strlen(ttl) : 0};
     struct lw_request q = {.script = &lw__script_onekey,
                            .nkeys = 1,
-                           .nargs = renew ? 2 : 1,
+                           .nargs = ttl ? 2 : 1,
                            .argv = argv,
                            .lens = lens};
 
@@ -177,7 +178,7 @@ static int vote_round(struct lw_masters *m, struct lw_lease *l)
         return LW_OK;
     }
     if (undo != 0) {
-        compare_and(m, l, 0, undo, v);
+        compare_and(m, l, NULL, undo, v);
         lw__votes_free(v, m->n);
     }
     return rc == LW_OK ? LW_R_BUSY : rc; /* granted too slowly: again */
@@ -234,9 +235,13 @@ int lw__redlock_release(struct lw_lease *l)
     struct lw_vote v[LW_ENDPOINTS_MAX];
     struct lw_masters *m;
     int valid = lw__now_ms() < l->valid_until_ms, done = 0, not_ours = 0;
+    int64_t hold_ms = valid ? lw__lease_hold_left_ms(l) : 0;
+    char ttl[24];
 
+    /* Within a minimum hold the keys stay ours until it ends. */
+    snprintf(ttl, sizeof ttl, "%lld", (long long)hold_ms);
     if (lw__masters_get(l->cfg, &m) == LW_OK) {
-        compare_and(m, l, 0, ALL_MASTERS, v);
+        compare_and(m, l, hold_ms > 0 ? ttl : NULL, ALL_MASTERS, v);
         count_script(m, v, valid, &done, &not_ours);
         lw__votes_free(v, m->n);
         if (done >= m->quorum)
@@ -271,7 +276,7 @@ static int renew_one(struct lw_lease *l)
 
     if (lw__masters_get(l->cfg, &m) != LW_OK)
         return LW_ENOMEM;
-    compare_and(m, l, 1, ALL_MASTERS, v);
+    compare_and(m, l, l->expire_str, ALL_MASTERS, v);
     count_script(m, v, 0, &done, &not_ours); /* renewal deletes nothing */
     lw__votes_free(v, m->n);
     if (done >= m->quorum)

@@ -1,10 +1,12 @@
 /* Release: compare-and-delete our token and tell the next waiter in the same
- * script.  The guard has stopped the lease's renewal before: a PEXPIRE in
- * flight after our DEL could otherwise extend a key someone else just
- * created. */
+ * script (or, within a minimum hold, compare and set the key's TTL to what
+ * is left of the hold).  The guard has stopped the lease's renewal before: a
+ * PEXPIRE in flight after our DEL could otherwise extend a key someone else
+ * just created. */
 #include <lockweave.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/clock.h"
 #include "base/config.h"
@@ -46,6 +48,23 @@ static int release_verdict(struct lw_lease *l, long long result, int replayed,
     return LW_ELOST;
 }
 
+/* The lock key alone (onekey script): compare the token, then delete the
+ * key (ms NULL) or set its TTL to ms; no hand-off. */
+static int send_onekey(const struct lw_lease *l, struct lw_target *to,
+                       const char *ms, int64_t deadline_us, redisReply **r,
+                       int *replayed)
+{
+    const char *argv[] = {l->key, l->token, ms};
+    size_t lens[] = {l->keylen, (size_t)l->toklen, ms ? strlen(ms) : 0};
+    struct lw_request q = {.script = &lw__script_onekey,
+                           .nkeys = 1,
+                           .nargs = ms ? 2 : 1,
+                           .argv = argv,
+                           .lens = lens};
+
+    return lw__send(to, &q, deadline_us, r, replayed);
+}
+
 int lw__queue_release_script(const struct lw_lease *l, const struct lw_names *n,
                              int64_t deadline_us, redisReply **r, int *replayed)
 {
@@ -68,14 +87,6 @@ int lw__queue_release_script(const struct lw_lease *l, const struct lw_names *n,
                            .argv = argv,
                            .lens = lens,
                            .flags = LW_REQ_SPLIT_OK};
-    /* The lock key alone: compare and delete, no hand-off. */
-    const char *one_argv[] = {l->key, l->token};
-    size_t one_lens[] = {l->keylen, (size_t)l->toklen};
-    struct lw_request one = {.script = &lw__script_onekey,
-                             .nkeys = 1,
-                             .nargs = 1,
-                             .argv = one_argv,
-                             .lens = one_lens};
     struct lw_target to;
     int rc;
 
@@ -93,7 +104,23 @@ int lw__queue_release_script(const struct lw_lease *l, const struct lw_names *n,
      * ends, which may outlast the lease.  Delete the lock key alone, on
      * whichever node has it: waiters find it free at their next poll. */
     if (rc == LW_R_SPLIT)
-        rc = lw__send(&to, &one, deadline_us, r, replayed);
+        rc = send_onekey(l, &to, NULL, deadline_us, r, replayed);
+    return rc;
+}
+
+/* The rest of a minimum hold: the key keeps our token until it ends, with
+ * no hand-off (waiters' polls are timed by the key's TTL, so the first of
+ * them takes it when it ends). */
+static int hold_script(const struct lw_lease *l, int64_t hold_ms,
+                       int64_t deadline_us, redisReply **r, int *replayed)
+{
+    struct lw_target to;
+    char ms[24];
+    int rc = lw__target_for(&to, l->cfg, l->key, l->keylen);
+
+    snprintf(ms, sizeof ms, "%lld", (long long)hold_ms);
+    if (rc == LW_OK)
+        rc = send_onekey(l, &to, ms, deadline_us, r, replayed);
     return rc;
 }
 
@@ -104,6 +131,7 @@ int lw__queue_release(struct lw_lease *l)
     int rc, replayed = 0;
     int ran_out =
         lw__now_ms() >= __atomic_load_n(&l->valid_until_ms, __ATOMIC_RELAXED);
+    int64_t hold_ms = ran_out ? 0 : lw__lease_hold_left_ms(l);
 
     rc = lw__names_init(&names, l->key, l->keylen, l->prefix_len,
                         l->cfg->ep.topology == LW_TOPO_CLUSTER);
@@ -112,8 +140,10 @@ int lw__queue_release(struct lw_lease *l)
          * may still be ours. */
         int64_t deadline_us = l->valid_until_ms * 1000;
         int64_t t = lw__now_us() + (int64_t)l->cfg->command_timeout_ms * 1000;
-        rc = lw__queue_release_script(
-            l, &names, deadline_us > t ? deadline_us : t, &r, &replayed);
+        deadline_us = deadline_us > t ? deadline_us : t;
+        rc = hold_ms > 0 ? hold_script(l, hold_ms, deadline_us, &r, &replayed)
+                         : lw__queue_release_script(l, &names, deadline_us, &r,
+                                                    &replayed);
         lw__names_free(&names);
     }
     if (rc == LW_OK && r->type == REDIS_REPLY_INTEGER) {

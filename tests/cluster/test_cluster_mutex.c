@@ -91,6 +91,29 @@ static void run_process(int p)
         CHECK_EQ(pthread_join(t[i], NULL), 0);
 }
 
+/* hold_at_least in a cluster: after the body, the key stays on its
+ * master with what is left of the hold as its TTL, and a second try with
+ * wait 0 is refused. */
+static void held_at_least(void)
+{
+    const char *key = "lock:job:{nightly}";
+    const char *argv[] = {"PTTL", key};
+    size_t lens[] = {4, strlen(key)};
+    lw_lock_opts o = {10000, 0, -1, 0, 3000};
+    lw_guard g;
+    redisReply *r;
+
+    CHECK_RC(lw_lock(&g, "job:{nightly}", 13, &o), LW_OK);
+    CHECK_RC(lw_guard_leave(&g), LW_OK);
+    r = rh_cluster_cmd_argv(&cl, lw__key_slot(key, lens[1]), 2, argv, lens);
+    CHECK(r != NULL && r->type == REDIS_REPLY_INTEGER);
+    printf("cluster hold: PTTL %lld ms after the body\n", r->integer);
+    CHECK(r->integer > 0 && r->integer <= 3001);
+    freeReplyObject(r);
+    o.hold_at_least_ms = 0;
+    CHECK_RC(lw_lock(&g, "job:{nightly}", 13, &o), LW_ETIMEOUT);
+}
+
 int main(void)
 {
     pid_t kids[PROCS - 1];
@@ -163,6 +186,7 @@ int main(void)
         CHECK_MSG(r->integer == 0, "%s still exists", key);
         freeReplyObject(r);
     }
+    held_at_least();
     lw_shutdown();
     rh_cluster_stop(&cl);
     return 0;
