@@ -289,6 +289,23 @@ LW_API int lw_guard_enter(lw_guard *g);
  * error: the lease then ends by its TTL. */
 LW_API int lw_guard_leave(lw_guard *g);
 
+/* Enter n guards (initialised, keys appended) as one lock: in the order of
+ * their full Redis keys, so that calls taking the same keys in any order
+ * cannot deadlock, within one wait (the shortest of their wait_ms), all or
+ * none.  g is sorted into the order entered: pass it as it is to
+ * lw_guard_leave_all().  A key given twice is re-entered, not locked twice.
+ * On failure every guard is finished (those taken were given back) and the
+ * code is returned and recorded in lw_last_error().  n: 1 to 64. */
+LW_API int lw_guard_enter_all(lw_guard **g, int n);
+
+/* Leave guards entered by lw_guard_enter_all(), in reverse order.  LW_OK, or
+ * the first other code a leave returned (LW_ELOST), also in lw_last_error(). */
+LW_API int lw_guard_leave_all(lw_guard **g, int n);
+
+/* Fence of the lock this thread holds on key (as given to the guard, without
+ * the prefix): with several locks, each one's; 0 if it holds none. */
+LW_API uint64_t lw_fence_of(const void *key, size_t keylen);
+
 /* Drop a guard that was initialised but will not be entered (frees a heap
  * key).  Safe after a failed lw_guard_enter(). */
 LW_API void lw_guard_discard(lw_guard *g);

@@ -265,6 +265,17 @@ uint64_t lw_fence(void)
     return top->owner->fence;
 }
 
+uint64_t lw_fence_of(const void *key, size_t keylen)
+{
+    for (struct lw_gimpl *g = lw__thread()->top; g != NULL; g = g->outer) {
+        const struct lw_gimpl *o = g->owner;
+        if (o->fork_gen == lw__fork_gen && o->keylen - o->key_start == keylen &&
+            (keylen == 0 || memcmp(o->key + o->key_start, key, keylen) == 0))
+            return o->fence;
+    }
+    return 0;
+}
+
 int lw_still_held(void)
 {
     struct lw_gimpl *top = lw__thread()->top;

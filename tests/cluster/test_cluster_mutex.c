@@ -114,6 +114,33 @@ static void held_at_least(void)
     CHECK_RC(lw_lock(&g, "job:{nightly}", 13, &o), LW_ETIMEOUT);
 }
 
+/* Several keys as one lock, in different slots (different masters). */
+static void several_slots(void)
+{
+    lw_lock_opts o = {10000, 1000, -1, 0, 0};
+    lw_guard ga, gb, *g[2] = {&gb, &ga};
+    const char *ka = "lock:acct:{a}", *kb = "lock:acct:{b}";
+
+    CHECK(rh_cluster_master_of(&cl, lw__key_slot(ka, strlen(ka))) !=
+          rh_cluster_master_of(&cl, lw__key_slot(kb, strlen(kb))));
+    lw_guard_init(&ga, &o);
+    lw_guard_key_str(&ga, "acct:{a}");
+    lw_guard_init(&gb, &o);
+    lw_guard_key_str(&gb, "acct:{b}");
+    CHECK_RC(lw_guard_enter_all(g, 2), LW_OK);
+    CHECK(lw_fence_of("acct:{a}", 8) != 0 && lw_fence_of("acct:{b}", 8) != 0);
+    for (int i = 0; i < 2; i++) {
+        const char *k = i ? kb : ka;
+        const char *argv[] = {"EXISTS", k};
+        size_t lens[] = {6, strlen(k)};
+        redisReply *r =
+            rh_cluster_cmd_argv(&cl, lw__key_slot(k, lens[1]), 2, argv, lens);
+        CHECK(r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 1);
+        freeReplyObject(r);
+    }
+    CHECK_RC(lw_guard_leave_all(g, 2), LW_OK);
+}
+
 int main(void)
 {
     pid_t kids[PROCS - 1];
@@ -187,6 +214,7 @@ int main(void)
         freeReplyObject(r);
     }
     held_at_least();
+    several_slots();
     lw_shutdown();
     rh_cluster_stop(&cl);
     return 0;
