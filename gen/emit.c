@@ -131,6 +131,79 @@ static void put_return(lw_buf *b, const lw_func *f)
     buf_putc(b, ';');
 }
 
+/* The release at the end of the wrapper, as a call. */
+static const char *leave_call(const lw_func *f)
+{
+    return f->nlocks == 1 ? "lw_guard_leave(&lw__g)"
+                          : "lw_guard_leave_all(lw__gs, lw__n)";
+}
+
+/* The guards' names: lw__g alone, or lw__g0, lw__g1, ... */
+static void guard_name(lw_buf *b, const lw_func *f, const char *base, int i)
+{
+    if (f->nlocks == 1)
+        buf_puts(b, base);
+    else
+        buf_printf(b, "%s%d", base, i);
+}
+
+/* The wrapper up to the body's call: options, guards, keys, skip_if, and
+ * the acquisition, returning retstmt when it fails.  Several locks are
+ * entered as one (lw_guard_enter_all: sorted by key, all or none). */
+static void put_locks(lw_buf *wr, const lw_func *f, const char *retstmt)
+{
+    int n = f->nlocks;
+    lw_buf leave = {0};
+
+    /* Constant options: static, except in an external inline function,
+     * where a static object would be a separate one per file. */
+    for (int i = 0; i < n; i++) {
+        const lw_lock *l = &f->locks[i];
+        buf_printf(wr, "    %sconst lw_lock_opts ",
+                   (!f->internal && f->is_inline) ? "" : "static ");
+        guard_name(wr, f, "lw__o", i);
+        buf_printf(wr, " = {%uu, %uu, %d, 0u, %uu};\n", l->expire_ms,
+                   l->wait_ms, (int)l->max_renew, l->hold_ms);
+    }
+    buf_puts(wr, "    lw_guard ");
+    for (int i = 0; i < n; i++) {
+        buf_puts(wr, i ? ", " : "");
+        guard_name(wr, f, "lw__g", i);
+    }
+    buf_puts(wr, ";\n");
+    if (n > 1) {
+        buf_printf(
+            wr, "    enum { lw__n = %d };\n    lw_guard *lw__gs[lw__n] = {", n);
+        for (int i = 0; i < n; i++)
+            buf_printf(wr, "%s&lw__g%d", i ? ", " : "", i);
+        buf_puts(wr, "};\n");
+    }
+    if (f->skip_if.text)
+        put_skip_if(wr, &f->skip_if, "", "", retstmt);
+    for (int i = 0; i < n; i++) {
+        lw_buf g = {0}, o = {0};
+        guard_name(&g, f, "lw__g", i);
+        guard_name(&o, f, "lw__o", i);
+        buf_printf(wr, "    lw_guard_init(&%s, &%s);\n", g.p, o.p);
+        emit_key(wr, &f->locks[i].key, g.p, "    ");
+        buf_free(&g);
+        buf_free(&o);
+    }
+    if (n == 1)
+        buf_printf(wr, "    if (lw_guard_enter(&lw__g) != LW_OK)\n        %s\n",
+                   retstmt);
+    else
+        buf_printf(wr,
+                   "    if (lw_guard_enter_all(lw__gs, lw__n) != LW_OK)\n"
+                   "        %s\n",
+                   retstmt);
+    buf_printf(&leave, "        %s;\n", leave_call(f));
+    if (f->skip_if.text)
+        put_skip_if(wr, &f->skip_if, " /* checked again under the lock */",
+                    leave.p, retstmt);
+    buf_free(&leave);
+}
+
 void emit_func(const lw_func *f, lw_woven *out)
 {
     const char *name = f->name;
@@ -168,29 +241,18 @@ void emit_func(const lw_func *f, lw_woven *out)
     }
     const char *callee = f->rename_in_place ? bname.p : name;
 
-    buf_printf(&wr, "\n/* %s(): REDIS_LOCK(", name);
-    put_comment_text(&wr, f->annot);
-    buf_puts(&wr, ") */\n");
+    buf_printf(&wr, "\n/* %s():", name);
+    for (int i = 0; i < f->nlocks; i++) {
+        buf_puts(&wr, " REDIS_LOCK(");
+        put_comment_text(&wr, f->locks[i].annot);
+        buf_putc(&wr, ')');
+    }
+    buf_puts(&wr, " */\n");
     put_spec(&wr, f);
     put_decl(&wr, &f->def, name);
     buf_puts(&wr, "\n{\n");
     put_return(&ret, f);
-    /* Constant options: static, except in an external inline function,
-     * where a static object would be a separate one per file. */
-    buf_printf(&wr,
-               "    %sconst lw_lock_opts lw__o = {%uu, %uu, %d, 0u, %uu};\n",
-               (!f->internal && f->is_inline) ? "" : "static ", f->expire_ms,
-               f->wait_ms, (int)f->max_renew, f->hold_ms);
-    buf_puts(&wr, "    lw_guard lw__g;\n");
-    if (f->skip_if.text)
-        put_skip_if(&wr, &f->skip_if, "", "", ret.p);
-    buf_puts(&wr, "    lw_guard_init(&lw__g, &lw__o);\n");
-    emit_key(&wr, &f->key, "lw__g", "    ");
-    buf_printf(&wr, "    if (lw_guard_enter(&lw__g) != LW_OK)\n        %s\n",
-               ret.p);
-    if (f->skip_if.text)
-        put_skip_if(&wr, &f->skip_if, " /* checked again under the lock */",
-                    "        lw_guard_leave(&lw__g);\n", ret.p);
+    put_locks(&wr, f, ret.p);
     buf_put(&wr, lift.p, lift.len);
     buf_puts(&wr, "    ");
     if (f->ret != LW_RET_VOID) {
@@ -202,7 +264,7 @@ void emit_func(const lw_func *f, lw_woven *out)
         buf_printf(&wr, "%s%s", i ? ", " : "", f->params[i].use);
     buf_puts(&wr, ");\n");
     buf_put(&wr, restore.p, restore.len);
-    buf_printf(&wr, "    lw_guard_leave(&lw__g);\n%s}\n",
+    buf_printf(&wr, "    %s;\n%s}\n", leave_call(f),
                f->ret == LW_RET_VOID ? "" : "    return lw__r;\n");
 
     out->wrapper_name = buf_take(&wname);

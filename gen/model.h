@@ -53,6 +53,15 @@ typedef struct lw_expr {
  * the body does not run (without on_fail: 0, or (T){0} for a struct). */
 enum lw_ret { LW_RET_VOID, LW_RET_SCALAR, LW_RET_RECORD };
 
+/* One REDIS_LOCK of the function: a key and its options. */
+typedef struct lw_lock {
+    char *annot; /* its arguments, expanded: the wrapper's comment */
+    lw_key key;
+    uint32_t expire_ms, wait_ms;
+    int32_t max_renew;
+    uint32_t hold_ms;
+} lw_lock;
+
 /* One annotated definition of the file being woven. */
 typedef struct lw_func {
     /* Where it is, in the main file. */
@@ -81,12 +90,11 @@ typedef struct lw_func {
     char *ret_type;   /* the return type as a type name, for the (T){0} of
                        * LW_RET_RECORD without on_fail; else NULL */
 
-    /* The annotation. */
-    char *annot; /* its arguments, expanded: the wrapper's comment */
-    lw_key key;
-    uint32_t expire_ms, wait_ms;
-    int32_t max_renew;
-    uint32_t hold_ms;
+    /* The annotations: one lock each (several: all held, taken in the
+     * order of their keys at run time), and the function's on_fail and
+     * skip_if, from whichever annotation gives them. */
+    lw_lock *locks;
+    int nlocks;
     lw_expr on_fail, skip_if;
 } lw_func;
 

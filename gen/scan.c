@@ -21,6 +21,8 @@ typedef struct src_cache {
 typedef struct annotated_decl {
     const lw_src *src;
     size_t off; /* where its REDIS_LOCK is */
+    char *func; /* the function's name */
+    char *text; /* the REDIS_LOCK's spelling */
     char **names;
     int n;
 } annotated_decl;
@@ -102,11 +104,14 @@ static int is_lockweave_attr(CXCursor c)
 
 /* ---- the annotations of one function declaration ---------------------- */
 
+/* REDIS_LOCK annotations one function's declarations may carry in all. */
+#define LW_ATTRS_MAX 16
+
 typedef struct fn_attrs {
     walk *w;
-    CXCursor attr[8]; /* distinct by location */
-    size_t off[8];
-    const lw_src *src[8];
+    CXCursor attr[LW_ATTRS_MAX]; /* distinct by location */
+    size_t off[LW_ATTRS_MAX];
+    const lw_src *src[LW_ATTRS_MAX];
     int n;
     int bad_param; /* REDIS_LOCK on a parameter was reported */
 } fn_attrs;
@@ -131,12 +136,17 @@ static enum CXChildVisitResult attrs_visit(CXCursor c, CXCursor parent,
     for (int i = 0; i < fa->n; i++)
         if (fa->src[i] == src && fa->off[i] == off)
             return CXChildVisit_Continue;
-    if (fa->n < 8) {
-        fa->attr[fa->n] = c;
-        fa->off[fa->n] = off;
-        fa->src[fa->n] = src;
-        fa->n++;
+    if (fa->n == LW_ATTRS_MAX) {
+        diag(LW_DIAG_ERROR, src, off,
+             "more than %d REDIS_LOCK annotations on one function (its "
+             "declarations included)",
+             LW_ATTRS_MAX);
+        return CXChildVisit_Continue;
     }
+    fa->attr[fa->n] = c;
+    fa->off[fa->n] = off;
+    fa->src[fa->n] = src;
+    fa->n++;
     return CXChildVisit_Continue;
 }
 
@@ -319,17 +329,47 @@ static void func_free(lw_func *f)
     decl_free(&f->def);
     decl_free(&f->ret_decl);
     free(f->ret_type);
-    free(f->annot);
-    key_free(&f->key);
+    for (int i = 0; i < f->nlocks; i++) {
+        free(f->locks[i].annot);
+        key_free(&f->locks[i].key);
+    }
+    free(f->locks);
     expr_free(&f->on_fail);
     expr_free(&f->skip_if);
 }
 
+/* The annotation of as[0..na) that gives on_fail (which 1) or skip_if
+ * (which 2), or NULL; given by two of them, an error. */
+static const lw_annot *func_option(const lw_annot *as, int na, int which,
+                                   const char *name)
+{
+    const lw_annot *found = NULL;
+    for (int i = 0; i < na; i++) {
+        const lw_annot *a = &as[i];
+        int has = which == 1 ? a->has_on_fail : a->skip_if != NULL;
+        if (!has)
+            continue;
+        if (found) {
+            diag(LW_DIAG_ERROR, a->src,
+                 which == 1 ? a->on_fail_off : a->skip_if_off,
+                 "%s given on two REDIS_LOCK annotations of '%s': give it "
+                 "once, on any of them",
+                 which == 1 ? "on_fail" : "skip_if", name);
+            diag(LW_DIAG_NOTE, found->src,
+                 which == 1 ? found->on_fail_off : found->skip_if_off,
+                 "first given here");
+            continue;
+        }
+        found = a;
+    }
+    return found;
+}
+
 /* The rest of f, whose name and place handle_function() has set: the
- * definition def, annotated with a; ad: the declaration a is written on,
- * when not on def.  0, or -1 after reporting errors (f then holds what was
- * filled in). */
-static int model_func(walk *w, CXCursor def, const lw_annot *a,
+ * definition def, annotated with as[0..na); ad: the declaration they are
+ * written on, when not on def.  0, or -1 after reporting errors (f then
+ * holds what was filled in). */
+static int model_func(walk *w, CXCursor def, const lw_annot *as, int na,
                       const annotated_decl *ad, lw_func *f)
 {
     int rc = -1;
@@ -380,9 +420,18 @@ static int model_func(walk *w, CXCursor def, const lw_annot *a,
         pnames[i] = prm->use;
     }
 
-    int keyok =
-        a->key ? keytmpl_compile(a, name, f->params, types, f->nparams, &f->key)
-               : -1;
+    int keyok = 0, errs = diag_errors();
+    f->locks = xmalloc(sizeof *f->locks * (size_t)na);
+    memset(f->locks, 0, sizeof *f->locks * (size_t)na);
+    for (int i = 0; i < na; i++, f->nlocks++)
+        if (!as[i].key || keytmpl_compile(&as[i], name, f->params, types,
+                                          f->nparams, &f->locks[i].key) != 0)
+            keyok = -1;
+    const lw_annot *onf = func_option(as, na, 1, name);
+    const lw_annot *skip = func_option(as, na, 2, name);
+    if (diag_errors() != errs)
+        keyok = -1;
+    const lw_annot *a = onf ? onf : &as[0];
 
     CXType ret = clang_getResultType(fn);
     enum CXTypeKind rk = clang_getCanonicalType(ret).kind;
@@ -435,13 +484,18 @@ static int model_func(walk *w, CXCursor def, const lw_annot *a,
     if (ret_type.p)
         f->ret_type = buf_take(&ret_type);
 
-    f->annot = xstrdup(a->text);
-    f->expire_ms = a->expire_ms;
-    f->wait_ms = a->wait_ms;
-    f->max_renew = a->max_renew;
-    f->hold_ms = a->hold_ms;
-    expr_set(&f->on_fail, a, a->on_fail, a->on_fail_off);
-    expr_set(&f->skip_if, a, a->skip_if, a->skip_if_off);
+    for (int i = 0; i < na; i++) {
+        lw_lock *l = &f->locks[i];
+        l->annot = xstrdup(as[i].text);
+        l->expire_ms = as[i].expire_ms;
+        l->wait_ms = as[i].wait_ms;
+        l->max_renew = as[i].max_renew;
+        l->hold_ms = as[i].hold_ms;
+    }
+    if (onf)
+        expr_set(&f->on_fail, onf, onf->on_fail, onf->on_fail_off);
+    if (skip)
+        expr_set(&f->skip_if, skip, skip->skip_if, skip->skip_if_off);
     rc = 0;
 cleanup:
     free(types);
@@ -497,16 +551,21 @@ static int declared_early(const walk *w, CXCursor c)
     return e.found;
 }
 
-/* Remember the parameter names of a declaration whose own REDIS_LOCK is at
- * (src, off). */
-static void note_annotated_decl(walk *w, CXCursor c, const lw_src *src,
-                                size_t off)
+/* Remember a declaration c whose own REDIS_LOCK attr is at (src, off): its
+ * text, for the definition to compare its own with, and its parameter
+ * names, which the lock's key uses. */
+static void note_annotated_decl(walk *w, CXCursor c, CXCursor attr,
+                                const lw_src *src, size_t off)
 {
     for (int i = 0; i < w->ndecls; i++)
         if (w->decls[i].src == src && w->decls[i].off == off)
             return;
     int n = clang_Cursor_getNumArguments(c);
-    annotated_decl d = {src, off, xmalloc(sizeof(char *) * (size_t)(n + 1)),
+    annotated_decl d = {src,
+                        off,
+                        spelling(c),
+                        spelling(attr),
+                        xmalloc(sizeof(char *) * (size_t)(n + 1)),
                         n < 0 ? 0 : n};
     for (int i = 0; i < d.n; i++)
         d.names[i] = spelling(clang_Cursor_getArgument(c, (unsigned)i));
@@ -537,6 +596,19 @@ static const char *word_at(const lw_src *src, size_t off)
     }
     w[n] = 0;
     return w;
+}
+
+/* A REDIS_LOCK at (src, off) of the definition of name that its
+ * declaration ad does not carry, or the reverse; returns 1. */
+static int report_conflict(const lw_src *src, size_t off,
+                           const annotated_decl *ad, const char *name)
+{
+    diag(LW_DIAG_ERROR, src, off,
+         "conflicting REDIS_LOCK annotations on '%s': its declaration and "
+         "definition must carry the same locks",
+         name);
+    diag(LW_DIAG_NOTE, ad->src, ad->off, "previous REDIS_LOCK is here");
+    return 1;
 }
 
 static void handle_function(walk *w, CXCursor c)
@@ -582,7 +654,7 @@ static void handle_function(walk *w, CXCursor c)
         for (int i = 0; i < fa.n; i++)
             if (fa.src[i] == ssrc && ssrc == esrc && fa.off[i] >= start_off &&
                 fa.off[i] <= end_off)
-                note_annotated_decl(w, c, fa.src[i], fa.off[i]);
+                note_annotated_decl(w, c, fa.attr[i], fa.src[i], fa.off[i]);
         goto cleanup;
     }
     /* The definition's name must be written as such, or the weave would
@@ -629,43 +701,81 @@ static void handle_function(walk *w, CXCursor c)
         goto cleanup;
     }
 
-    /* Every annotation reaching this definition must say the same thing. */
-    char *first = spelling(fa.attr[0]);
-    int conflict = 0;
-    for (int i = 1; i < fa.n; i++) {
-        char *t = spelling(fa.attr[i]);
-        if (strcmp(t, first) != 0) {
-            diag(LW_DIAG_ERROR, fa.src[i], fa.off[i],
-                 "conflicting REDIS_LOCK annotations on '%s'", name);
-            diag(LW_DIAG_NOTE, fa.src[0], fa.off[0],
-                 "previous REDIS_LOCK is here");
-            conflict = 1;
-        }
-        free(t);
+    /* The annotations written on the definition, and those its earlier
+     * declarations carry (clang gives the definition only those it does
+     * not repeat): each a set of locks, one per distinct text.  Given on
+     * both, the two sets must be the same. */
+    char *text[LW_ATTRS_MAX];
+    int own[LW_ATTRS_MAX], conflict = 0, na = 0, ok = 1, anykey = 0;
+    lw_annot as[LW_ATTRS_MAX];
+    for (int i = 0; i < fa.n; i++) {
+        text[i] = spelling(fa.attr[i]);
+        own[i] =
+            fa.src[i] == ssrc && fa.off[i] >= start_off && fa.off[i] <= end_off;
     }
-
-    lw_annot a = {0};
-    a.text = xstrdup(first + sizeof LW_ANNOT_PREFIX - 1);
-    a.src = fa.src[0];
-    a.at = fa.off[0];
-    free(first);
-    const annotated_decl *ad = find_annotated_decl(w, fa.src[0], fa.off[0]);
+    int first_own = -1;
+    for (int i = 0; i < fa.n && first_own < 0; i++)
+        first_own = own[i] ? i : -1;
+    /* A lock only the definition has is reported where it is written; one
+     * only a declaration has, at the definition's first. */
+    for (int i = 0; i < fa.n && !conflict; i++) {
+        const annotated_decl *any = NULL;
+        int same = !own[i];
+        for (int d = 0; d < w->ndecls && !same; d++)
+            if (strcmp(w->decls[d].func, name) == 0) {
+                any = any ? any : &w->decls[d];
+                same = strcmp(w->decls[d].text, text[i]) == 0;
+            }
+        if (!same && any)
+            conflict = report_conflict(fa.src[i], fa.off[i], any, name);
+    }
+    for (int d = 0; first_own >= 0 && d < w->ndecls && !conflict; d++) {
+        const annotated_decl *ad = &w->decls[d];
+        int same = 0;
+        if (strcmp(ad->func, name) != 0)
+            continue;
+        for (int i = 0; i < fa.n; i++)
+            same |= own[i] && strcmp(text[i], ad->text) == 0;
+        if (!same)
+            conflict =
+                report_conflict(fa.src[first_own], fa.off[first_own], ad, name);
+    }
+    /* The locks: the definition's, or else those it inherits; each text
+     * once. */
+    for (int i = 0; i < fa.n; i++) {
+        int dup = first_own >= 0 && !own[i];
+        for (int k = 0; k < i && !dup; k++)
+            dup = own[k] == own[i] && strcmp(text[k], text[i]) == 0;
+        if (dup)
+            continue;
+        memset(&as[na], 0, sizeof as[na]);
+        as[na].text = xstrdup(text[i] + sizeof LW_ANNOT_PREFIX - 1);
+        as[na].src = fa.src[i];
+        as[na].at = fa.off[i];
+        ok &= annot_parse(&as[na]) == 0;
+        anykey |= as[na].key != NULL;
+        na++;
+    }
+    ok &= !conflict;
+    const annotated_decl *ad = find_annotated_decl(w, as[0].src, as[0].at);
     lw_func f = {0};
     f.name = xstrdup(name);
     f.name_off = name_off;
     f.insert_off = ssrc == nsrc ? start_off : name_off;
     f.rename_in_place = declared_early(w, c);
-    int ok = annot_parse(&a) == 0 && !conflict;
     /* A bad annotation's key is still checked, so one run reports
      * everything. */
-    if ((ok || a.key) && model_func(w, c, &a, ad, &f) == 0 && ok) {
+    if ((ok || anykey) && model_func(w, c, as, na, ad, &f) == 0 && ok) {
         lw_scan *s = w->s;
         s->funcs =
             xrealloc(s->funcs, sizeof *s->funcs * (size_t)(s->nfuncs + 1));
         s->funcs[s->nfuncs++] = f;
     } else
         func_free(&f);
-    annot_free(&a);
+    for (int i = 0; i < na; i++)
+        annot_free(&as[i]);
+    for (int i = 0; i < fa.n; i++)
+        free(text[i]);
 cleanup:
     free(name);
 }
@@ -885,6 +995,8 @@ cleanup:
         for (int k = 0; k < w.decls[i].n; k++)
             free(w.decls[i].names[k]);
         free(w.decls[i].names);
+        free(w.decls[i].func);
+        free(w.decls[i].text);
     }
     free(w.decls);
     if (w.full)

@@ -21,7 +21,7 @@
 #define ACCOUNTS  5
 #define PROCS     4
 #define THREADS   2
-#define TRANSFERS 60
+#define TRANSFERS 40
 
 struct bank {
     long balance[ACCOUNTS];
