@@ -46,18 +46,18 @@ static int release_verdict(struct lw_lease *l, long long result, int replayed,
     return LW_ELOST;
 }
 
-int lw__queue_release_script(const struct lw_lease *l, const struct lw_names *n,
-                             int64_t deadline_us, redisReply **r, int *replayed)
+int lw__release_send(const struct lw_settings *s, const char *key,
+                     size_t keylen, const char *token, size_t toklen,
+                     const struct lw_names *n, int flags, int64_t deadline_us,
+                     redisReply **r, int *replayed)
 {
-    const struct lw_settings *s = l->cfg;
     char handoff[16], receipt[16];
-    const char *argv[] = {
-        l->key,  n->queue, n->fence, l->token, LW_WAITER_KEYS_MS,
-        handoff, n->alive, receipt};
-    size_t lens[] = {l->keylen,
+    const char *argv[] = {key,     n->queue, n->fence, token, LW_WAITER_KEYS_MS,
+                          handoff, n->alive, receipt};
+    size_t lens[] = {keylen,
                      n->queuelen,
                      n->fencelen,
-                     (size_t)l->toklen,
+                     toklen,
                      sizeof LW_WAITER_KEYS_MS - 1,
                      0,
                      n->alivelen,
@@ -69,8 +69,8 @@ int lw__queue_release_script(const struct lw_lease *l, const struct lw_names *n,
                            .lens = lens,
                            .flags = LW_REQ_SPLIT_OK};
     /* The lock key alone: compare and delete, no hand-off. */
-    const char *one_argv[] = {l->key, l->token};
-    size_t one_lens[] = {l->keylen, (size_t)l->toklen};
+    const char *one_argv[] = {key, token};
+    size_t one_lens[] = {keylen, toklen};
     struct lw_request one = {.script = &lw__script_onekey,
                              .nkeys = 1,
                              .nargs = 1,
@@ -81,11 +81,14 @@ int lw__queue_release_script(const struct lw_lease *l, const struct lw_names *n,
 
     lens[5] = (size_t)snprintf(handoff, sizeof handoff, "%d", s->handoff_ms);
     /* The receipt must outlive the retry of a release whose reply was lost:
-     * conn.c replays at once, after at most a reconnect and a timeout. */
-    lens[7] =
-        (size_t)snprintf(receipt, sizeof receipt, "%d",
-                         2 * (s->connect_timeout_ms + s->command_timeout_ms));
-    rc = lw__target_for(&to, s, l->key, l->keylen);
+     * conn.c replays at once, after at most a reconnect and a timeout.  "0"
+     * tells the script to leave none. */
+    lens[7] = (size_t)snprintf(
+        receipt, sizeof receipt, "%d",
+        (flags & LW_RELEASE_NO_RECEIPT)
+            ? 0
+            : 2 * (s->connect_timeout_ms + s->command_timeout_ms));
+    rc = lw__target_for(&to, s, key, keylen);
     if (rc == LW_OK)
         rc = lw__send(&to, &q, deadline_us, r, replayed);
     /* A slot in migration refuses a script whose keys are not all on one
@@ -95,6 +98,13 @@ int lw__queue_release_script(const struct lw_lease *l, const struct lw_names *n,
     if (rc == LW_R_SPLIT)
         rc = lw__send(&to, &one, deadline_us, r, replayed);
     return rc;
+}
+
+int lw__queue_release_script(const struct lw_lease *l, const struct lw_names *n,
+                             int64_t deadline_us, redisReply **r, int *replayed)
+{
+    return lw__release_send(l->cfg, l->key, l->keylen, l->token,
+                            (size_t)l->toklen, n, 0, deadline_us, r, replayed);
 }
 
 int lw__queue_release(struct lw_lease *l)
