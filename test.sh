@@ -11,10 +11,11 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-# libclang-rt-14-dev: clang's sanitizer runtimes and libFuzzer.
+# libclang-rt-14-dev: clang's sanitizer runtimes and libFuzzer.  groff-base:
+# the install test renders the man pages.
 .ci/ensure-packages.sh cmake ninja-build gcc g++ clang-14 libclang-dev \
   libclang-rt-14-dev libhiredis-dev redis-server pkg-config \
-  libmicrohttpd-dev libsqlite3-dev valgrind
+  libmicrohttpd-dev libsqlite3-dev valgrind groff-base
 
 jobs=${LW_TEST_JOBS:-2}
 generator=()
