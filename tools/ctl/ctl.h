@@ -67,6 +67,19 @@ void ctl_key_free(struct ctl_key *k);
 void ctl_key_shown(const struct ctl *c, const char *key, size_t len,
                    const char **p, size_t *n);
 
+/* A key as it is shown: in JSON "key" (as ctl_key_shown() says) and
+ * "redis_key"; for people the shown key, quoted and escaped. */
+void ctl_put_key(struct ctl *c, const char *key, size_t len);
+
+/* u, its password masked: the JSON member name, or for people escaped. */
+void ctl_put_url(struct ctl *c, const char *name, const struct lw_url *u);
+
+/* Run a command on the key arg names: one(), or redlock() under Redlock.
+ * Returns its exit status. */
+typedef int ctl_key_fn(struct ctl *c, const struct ctl_key *k);
+int ctl_key_run(struct ctl *c, const char *arg, ctl_key_fn *one,
+                ctl_key_fn *redlock);
+
 /* The exit status for a runtime result (LW_E...). */
 int ctl_exit_for(int lw_rc);
 
@@ -129,7 +142,8 @@ struct ctl_master {
 int ctl_redlock_read(const struct ctl *c, const struct ctl_key *k,
                      struct lw_conn **conns, struct ctl_master *m,
                      int *holders);
-void ctl_redlock_free(struct ctl_master *m, int n);
+/* Free m's replies and the connections. */
+void ctl_redlock_free(struct ctl_master *m, struct lw_conn **conns, int n);
 const char *ctl_master_state(int state);
 
 /* Which of tok[0..n) (NULL: none) most are equal to: its index in *best

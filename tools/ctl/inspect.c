@@ -19,20 +19,14 @@ struct waiter {
     int alive; /* 1, 0, or -1: unknown */
 };
 
-/* The lock key and fence counter under the name they go by. */
+/* The lock's key, and for people its Redis key. */
 static void print_head(struct ctl *c, const struct ctl_key *k)
 {
-    const char *p;
-    size_t n;
-
-    ctl_key_shown(c, k->key, k->len, &p, &n);
-    if (c->json) {
-        out_json_bytes(&c->j, "key", p, n);
-        out_json_bytes(&c->j, "redis_key", k->key, k->len);
+    if (!c->json)
+        printf("lock     ");
+    ctl_put_key(c, k->key, k->len);
+    if (c->json)
         return;
-    }
-    printf("lock     ");
-    out_quoted(stdout, p, n);
     if (!c->raw) {
         printf("  (Redis key ");
         out_quoted(stdout, k->key, k->len);
@@ -273,7 +267,6 @@ static int inspect_redlock(struct ctl *c, const struct ctl_key *k)
     struct lw_conn *conns[LW_ENDPOINTS_MAX] = {NULL};
     struct ctl_master m[LW_ENDPOINTS_MAX];
     int n = s->ep.n, quorum = n / 2 + 1, holders, told, held, rc;
-    char where[512];
 
     told = ctl_redlock_read(c, k, conns, m, &holders);
     held = holders >= quorum;
@@ -287,9 +280,8 @@ static int inspect_redlock(struct ctl *c, const struct ctl_key *k)
         out_json_null(&c->j, "fence");
         out_json_open(&c->j, "masters", '[');
         for (int i = 0; i < n; i++) {
-            ctl_describe(m[i].url, where, sizeof where);
             out_json_open(&c->j, NULL, '{');
-            out_json_str(&c->j, "url", where);
+            ctl_put_url(c, "url", m[i].url);
             out_json_str(&c->j, "state", ctl_master_state(m[i].state));
             if (m[i].state == CTL_M_HELD || m[i].state == CTL_M_OTHER)
                 out_json_int(&c->j, "ttl_ms", m[i].ttl);
@@ -309,9 +301,8 @@ static int inspect_redlock(struct ctl *c, const struct ctl_key *k)
         printf("fence    none: Redlock's masters give no fences\n");
         printf("masters\n");
         for (int i = 0; i < n; i++) {
-            ctl_describe(m[i].url, where, sizeof where);
             printf("  ");
-            out_text(stdout, where, strlen(where));
+            ctl_put_url(c, NULL, m[i].url);
             printf("  %s", ctl_master_state(m[i].state));
             if (m[i].state == CTL_M_HELD || m[i].state == CTL_M_OTHER)
                 printf(", %lld ms left", m[i].ttl);
@@ -326,21 +317,11 @@ static int inspect_redlock(struct ctl *c, const struct ctl_key *k)
     }
     /* Fewer than a quorum answered: nobody can say it is free. */
     rc = held ? CTL_OK : told < quorum ? CTL_REDIS : CTL_NONE;
-    ctl_redlock_free(m, n);
-    for (int i = 0; i < n; i++)
-        ctl_conn_free(conns[i]);
+    ctl_redlock_free(m, conns, n);
     return rc;
 }
 
 int ctl_inspect(struct ctl *c, const char *arg)
 {
-    struct ctl_key k;
-    int rc = ctl_key_make(c, arg, &k);
-
-    if (rc != CTL_OK)
-        return rc;
-    rc = c->s->ep.topology == LW_TOPO_REDLOCK ? inspect_redlock(c, &k)
-                                              : inspect_queue(c, &k);
-    ctl_key_free(&k);
-    return rc;
+    return ctl_key_run(c, arg, inspect_queue, inspect_redlock);
 }

@@ -230,43 +230,27 @@ static int by_key(const void *a, const void *b)
     return x->master - y->master;
 }
 
-static void print_key(struct ctl *c, const struct entry *e)
-{
-    const char *p;
-    size_t n;
-
-    ctl_key_shown(c, e->key, e->len, &p, &n);
-    if (c->json) {
-        out_json_bytes(&c->j, "key", p, n);
-        out_json_bytes(&c->j, "redis_key", e->key, e->len);
-    } else {
-        out_quoted(stdout, p, n);
-    }
-}
-
 /* One server or a Cluster: each key lives on one master. */
 static size_t print_queue_locks(struct ctl *c, const struct found *f,
                                 const struct lw_url *masters)
 {
-    char where[512];
 
     for (size_t i = 0; i < f->n; i++) {
         const struct entry *e = &f->v[i];
 
         if (c->json) {
             out_json_open(&c->j, NULL, '{');
-            print_key(c, e);
+            ctl_put_key(c, e->key, e->len);
             out_json_int(&c->j, "ttl_ms", e->ttl);
             if (e->waiters >= 0)
                 out_json_int(&c->j, "waiters", e->waiters);
             else
                 out_json_null(&c->j, "waiters");
-            ctl_describe(&masters[e->master], where, sizeof where);
-            out_json_str(&c->j, "master", where);
+            ctl_put_url(c, "master", &masters[e->master]);
             out_json_close(&c->j, '}');
             continue;
         }
-        print_key(c, e);
+        ctl_put_key(c, e->key, e->len);
         if (e->ttl >= 0)
             printf("  %lld ms left", e->ttl);
         else
@@ -285,7 +269,6 @@ static size_t print_redlock_locks(struct ctl *c, const struct found *f,
 {
     int quorum = n / 2 + 1;
     size_t held = 0;
-    char where[512];
 
     for (size_t i = 0, end; i < f->n; i = end) {
         const char *tok[LW_ENDPOINTS_MAX] = {NULL};
@@ -304,12 +287,12 @@ static size_t print_redlock_locks(struct ctl *c, const struct found *f,
         held += holders >= quorum;
         if (c->json) {
             out_json_open(&c->j, NULL, '{');
-            print_key(c, &f->v[i]);
+            ctl_put_key(c, f->v[i].key, f->v[i].len);
             out_json_bool(&c->j, "held", holders >= quorum);
             out_json_int(&c->j, "holders", holders);
             out_json_open(&c->j, "masters", '[');
         } else {
-            print_key(c, &f->v[i]);
+            ctl_put_key(c, f->v[i].key, f->v[i].len);
             printf("  %s: %d of %d masters hold it with one token (quorum "
                    "%d)\n",
                    holders >= quorum ? "held" : "not held", holders, n, quorum);
@@ -321,10 +304,9 @@ static size_t print_redlock_locks(struct ctl *c, const struct found *f,
                     ? CTL_M_HELD
                     : CTL_M_OTHER;
 
-            ctl_describe(&masters[m], where, sizeof where);
             if (c->json) {
                 out_json_open(&c->j, NULL, '{');
-                out_json_str(&c->j, "url", where);
+                ctl_put_url(c, "url", &masters[m]);
                 out_json_str(&c->j, "state", ctl_master_state(state));
                 if (at[m] != NULL)
                     out_json_int(&c->j, "ttl_ms", at[m]->ttl);
@@ -332,7 +314,7 @@ static size_t print_redlock_locks(struct ctl *c, const struct found *f,
                 continue;
             }
             printf("    ");
-            out_text(stdout, where, strlen(where));
+            ctl_put_url(c, NULL, &masters[m]);
             printf("  %s", ctl_master_state(state));
             if (at[m] != NULL)
                 printf(", %lld ms left", at[m]->ttl);
@@ -402,9 +384,8 @@ int ctl_list(struct ctl *c, const char *pattern)
         out_json_bytes(&c->j, "match", match, matchlen);
         out_json_open(&c->j, "masters", '[');
         for (int m = 0; m < n; m++) {
-            ctl_describe(&masters[m], where, sizeof where);
             out_json_open(&c->j, NULL, '{');
-            out_json_str(&c->j, "url", where);
+            ctl_put_url(c, "url", &masters[m]);
             out_json_bool(&c->j, "scanned", ok[m]);
             out_json_close(&c->j, '}');
         }

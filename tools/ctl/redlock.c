@@ -76,7 +76,7 @@ int ctl_redlock_read(const struct ctl *c, const struct ctl_key *k,
     return answered;
 }
 
-void ctl_redlock_free(struct ctl_master *m, int n)
+void ctl_redlock_free(struct ctl_master *m, struct lw_conn **conns, int n)
 {
     for (int i = 0; i < n; i++) {
         if (m[i].token != NULL)
@@ -84,6 +84,8 @@ void ctl_redlock_free(struct ctl_master *m, int n)
         if (m[i].error != NULL)
             freeReplyObject(m[i].error);
         m[i].token = m[i].error = NULL;
+        ctl_conn_free(conns[i]);
+        conns[i] = NULL;
     }
 }
 

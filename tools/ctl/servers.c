@@ -130,6 +130,44 @@ void ctl_key_shown(const struct ctl *c, const char *key, size_t len,
     }
 }
 
+void ctl_put_key(struct ctl *c, const char *key, size_t len)
+{
+    const char *p;
+    size_t n;
+
+    ctl_key_shown(c, key, len, &p, &n);
+    if (c->json) {
+        out_json_bytes(&c->j, "key", p, n);
+        out_json_bytes(&c->j, "redis_key", key, len);
+    } else {
+        out_quoted(stdout, p, n);
+    }
+}
+
+void ctl_put_url(struct ctl *c, const char *name, const struct lw_url *u)
+{
+    char where[512];
+
+    lw__url_describe(u, where, sizeof where);
+    if (c->json)
+        out_json_str(&c->j, name, where);
+    else
+        out_text(stdout, where, strlen(where));
+}
+
+int ctl_key_run(struct ctl *c, const char *arg, ctl_key_fn *one,
+                ctl_key_fn *redlock)
+{
+    struct ctl_key k;
+    int rc = ctl_key_make(c, arg, &k);
+
+    if (rc != CTL_OK)
+        return rc;
+    rc = c->s->ep.topology == LW_TOPO_REDLOCK ? redlock(c, &k) : one(c, &k);
+    ctl_key_free(&k);
+    return rc;
+}
+
 int ctl_exit_for(int lw_rc)
 {
     return lw_rc == LW_ECONFIG ? CTL_CONFIG : CTL_REDIS;

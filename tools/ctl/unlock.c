@@ -39,20 +39,14 @@ static int confirm(const struct ctl *c, const struct ctl_key *k,
 static void report(struct ctl *c, const struct ctl_key *k, const char *result,
                    const char *text, long long waiters)
 {
-    const char *p;
-    size_t n;
-
-    ctl_key_shown(c, k->key, k->len, &p, &n);
-    if (c->json) {
-        out_json_bytes(&c->j, "key", p, n);
-        out_json_bytes(&c->j, "redis_key", k->key, k->len);
-        out_json_str(&c->j, "result", result);
-        if (waiters >= 0)
-            out_json_int(&c->j, "waiters", waiters);
+    ctl_put_key(c, k->key, k->len);
+    if (!c->json) {
+        printf(": %s\n", text);
         return;
     }
-    out_quoted(stdout, p, n);
-    printf(": %s\n", text);
+    out_json_str(&c->j, "result", result);
+    if (waiters >= 0)
+        out_json_int(&c->j, "waiters", waiters);
 }
 
 /* One server or a Cluster: the release script, as the holder would send
@@ -156,7 +150,7 @@ static int unlock_redlock(struct ctl *c, const struct ctl_key *k)
     const char *result[LW_ENDPOINTS_MAX];
     int n = s->ep.n, quorum = n / 2 + 1, holders, told, has = 0;
     int failed = 0, changed = 0, deleted = 0, rc;
-    char what[96], where[512];
+    char what[96];
 
     told = ctl_redlock_read(c, k, conns, m, &holders);
     for (int i = 0; i < n; i++) {
@@ -225,15 +219,14 @@ done:
     if (c->json)
         out_json_open(&c->j, "masters", '[');
     for (int i = 0; i < n; i++) {
-        ctl_describe(m[i].url, where, sizeof where);
         if (c->json) {
             out_json_open(&c->j, NULL, '{');
-            out_json_str(&c->j, "url", where);
+            ctl_put_url(c, "url", m[i].url);
             out_json_str(&c->j, "result", result[i]);
             out_json_close(&c->j, '}');
         } else {
             printf("  ");
-            out_text(stdout, where, strlen(where));
+            ctl_put_url(c, NULL, m[i].url);
             printf("  %s\n", result[i]);
         }
     }
@@ -242,17 +235,12 @@ done:
         out_json_close(&c->j, '}');
         out_json_end(&c->j);
     }
-    ctl_redlock_free(m, n);
-    for (int i = 0; i < n; i++)
-        ctl_conn_free(conns[i]);
+    ctl_redlock_free(m, conns, n);
     return rc;
 }
 
 int ctl_unlock(struct ctl *c, const char *arg)
 {
-    struct ctl_key k;
-    int rc;
-
     /* Checked before Redis is asked anything: a script that forgot --yes
      * learns it at once, whatever the lock's state. */
     if (!c->yes && !isatty(STDIN_FILENO)) {
@@ -260,11 +248,5 @@ int ctl_unlock(struct ctl *c, const char *arg)
                   "add --yes");
         return CTL_DECLINED;
     }
-    rc = ctl_key_make(c, arg, &k);
-    if (rc != CTL_OK)
-        return rc;
-    rc = c->s->ep.topology == LW_TOPO_REDLOCK ? unlock_redlock(c, &k)
-                                              : unlock_queue(c, &k);
-    ctl_key_free(&k);
-    return rc;
+    return ctl_key_run(c, arg, unlock_queue, unlock_redlock);
 }
