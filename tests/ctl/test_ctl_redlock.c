@@ -134,6 +134,19 @@ int main(int argc, char **argv)
     jv_free(j);
     ctl_run_free(&r);
 
+    /* Declined at the terminal: every master as it was. */
+    ctl_run(&r, url, CTL_IN_TTY, "n\n", "--json", "unlock", "--force", "rl:2",
+            NULL);
+    CHECK_EQ(r.status, 5);
+    j = ctl_json(&r);
+    CHECK_STR(jv_str(j, "result"), "declined");
+    for (int i = 0; i < N; i++) {
+        CHECK_STR(jv_str(master(j, i), "result"), want2[i]);
+        CHECK_EQ(exists_on(i, "lock:rl:2"), 1);
+    }
+    jv_free(j);
+    ctl_run_free(&r);
+
     /* unlock: gone from every master; the holder learns it. */
     ctl_run(&r, url, CTL_IN_NULL, NULL, "unlock", "--force", "--yes", "rl:1",
             NULL);

@@ -48,12 +48,16 @@ static char *match_pattern(const struct ctl *c, const char *pat, size_t n,
     return out;
 }
 
+/* 1: a companion; 0: not; LW_ENOMEM. */
 static int is_companion(const struct ctl *c, const char *key, size_t len)
 {
-    /* Under the configured prefix, and with --raw under any: a queue or a
-     * waiter's key names its lock key, whatever its prefix. */
-    return lw__names_companion(key, len, c->s->prefix, c->s->prefix_len) ||
-           (c->raw && lw__names_companion(key, len, "", 0));
+    int rc = lw__names_companion(key, len, c->s->prefix, c->s->prefix_len);
+
+    /* With --raw, under any prefix: a queue or a waiter's key names its
+     * lock key, whatever the prefix (fence counters name theirs). */
+    if (rc == 0 && c->raw)
+        rc = lw__names_companion(key, len, "", 0);
+    return rc;
 }
 
 static int add(struct found *f, const struct entry *e)

@@ -156,7 +156,7 @@ static int unlock_redlock(struct ctl *c, const struct ctl_key *k)
     for (int i = 0; i < n; i++) {
         has += m[i].token != NULL;
         failed += m[i].state == CTL_M_DOWN || m[i].state == CTL_M_ERROR;
-        result[i] = m[i].state == CTL_M_FREE ? "free" : "down";
+        result[i] = ctl_master_state(m[i].state); /* until unlocked */
     }
     if (c->json)
         out_json_open(&c->j, NULL, '{');
