@@ -361,6 +361,7 @@ static void bad_config_and_usage(void)
     } cases[] = {
         {"redis://alice:s3cret@127.0.0.1:99999", 4},
         {"http://alice:s3cret@127.0.0.1:6379", 4},
+        {"redis://127.0.0.1:1\x1b[2J/0", 4},
         {"redis://alice:s3cret@127.0.0.1:1", 3},
         {"redis://alice:s3cret@127.0.0.1:1,redis://127.0.0.1:2", 3},
     };
@@ -371,6 +372,7 @@ static void bad_config_and_usage(void)
         CHECK_EQ(r.status, cases[i].status);
         CHECK(strstr(r.err, "s3cret") == NULL &&
               strstr(r.out, "s3cret") == NULL);
+        CHECK(ctl_printable(r.err, r.errlen));
         ctl_run_free(&r);
         ctl_run(&r, cases[i].url, CTL_IN_NULL, NULL, "list", NULL);
         CHECK_EQ(r.status, cases[i].status);

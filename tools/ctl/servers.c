@@ -40,7 +40,7 @@ int ctl_setup(struct ctl *c)
     const char *url = getenv("LOCKWEAVE_REDIS_URL");
     struct lw_endpoints ep;
     lw_config cfg;
-    char err[512];
+    char err[512], shown[2048];
     int rc;
 
     lw_set_logger(log_line, NULL, -1); /* level: LOCKWEAVE_LOG, or warn */
@@ -49,8 +49,11 @@ int ctl_setup(struct ctl *c)
     if (url != NULL) {
         rc = lw__endpoints_parse(url, &ep, err, sizeof err);
         if (rc != LW_OK) {
+            /* The reason quotes the value: escaped, like any key. */
             ctl_error("LOCKWEAVE_REDIS_URL: %s",
-                      rc == LW_ECONFIG ? err : lw_strerror(rc));
+                      rc == LW_ECONFIG
+                          ? out_escape(shown, sizeof shown, err, strlen(err))
+                          : lw_strerror(rc));
             return rc == LW_ECONFIG ? CTL_CONFIG : CTL_REDIS;
         }
         lw__endpoints_free(&ep);
