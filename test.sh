@@ -4,17 +4,18 @@
 # With CI=true, four more passes after it (docs/testing.md):
 #   build/sanitize  ASan + UBSan: every test but the install test and runtime_fork
 #   build/fuzz      every libFuzzer target for LW_CI_FUZZ_SECONDS (20) each
-#   build/tsan      ThreadSanitizer (clang): the runtime, cluster and fuzz-corpus tests
+#   build/tsan      ThreadSanitizer (clang): the runtime, cluster, ctl and fuzz-corpus tests
 #   build/memcheck  valgrind memcheck: the same and the unit tests, but for the
 #                   few left out below
 # Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")"
 
-# libclang-rt-14-dev: clang's sanitizer runtimes and libFuzzer.
+# libclang-rt-14-dev: clang's sanitizer runtimes and libFuzzer.  groff-base:
+# the install test renders the man pages.
 .ci/ensure-packages.sh cmake ninja-build gcc g++ clang-14 libclang-dev \
   libclang-rt-14-dev libhiredis-dev redis-server pkg-config \
-  libmicrohttpd-dev libsqlite3-dev valgrind
+  libmicrohttpd-dev libsqlite3-dev valgrind groff-base
 
 jobs=${LW_TEST_JOBS:-2}
 generator=()
@@ -82,11 +83,14 @@ if [[ ${CI:-} == true ]]; then
   #   runtime_keyspace  locks 100 000 keys: 8 s natively, many minutes
   #                     under valgrind (the same paths run in the other
   #                     runtime tests).
+  # The lockweave-ctl tests (labels ctl and runtime) run the command as a
+  # child, which the test's valgrind does not follow: LW_CTL_MEMCHECK=1
+  # has them run it under valgrind too, an error in it aborting the test.
   # ctest warns about a missing DartConfiguration.tcl (no dashboard):
   # harmless.  On failure the valgrind reports are printed below.
   memcheck_log=build/memcheck/Testing/Temporary
   rm -rf "$memcheck_log"
-  build_and_test build/memcheck -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  LW_CTL_MEMCHECK=1 build_and_test build/memcheck -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DLW_BUILD_GEN=ON -DLW_BUILD_SAMPLES=OFF -DLW_BUILD_BENCH=OFF -- \
     -L '^(runtime|unit|fuzz)$' \
     -E '^(runtime_security|runtime_keyspace|cluster_slots|fuzz_annot_corpus|fuzz_keytmpl_corpus)$' \

@@ -1,5 +1,6 @@
-# cmake --install: header, both libraries, lockweave-gen, the CMake package
-# (exported targets under lockweave::, lockweave_generate()) and lockweave.pc.
+# cmake --install: header, both libraries, lockweave-gen, lockweave-ctl,
+# their man pages, the CMake package (exported targets under lockweave::,
+# lockweave_generate()) and lockweave.pc.
 include(CMakePackageConfigHelpers)
 
 set(LW_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/lockweave)
@@ -11,6 +12,13 @@ install(TARGETS lockweave lockweave_static EXPORT lockweaveTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT lockweaveTargets NAMESPACE lockweave:: DESTINATION ${LW_CMAKE_DIR})
+
+# The commands' man pages (lockweave-gen's only when it is built).
+set(LW_MAN_PAGES ${PROJECT_SOURCE_DIR}/docs/man/lockweave-ctl.1)
+if(TARGET lockweave-gen)
+  list(APPEND LW_MAN_PAGES ${PROJECT_SOURCE_DIR}/docs/man/lockweave-gen.1)
+endif()
+install(FILES ${LW_MAN_PAGES} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 
 configure_package_config_file(
   ${PROJECT_SOURCE_DIR}/cmake/lockweaveConfig.cmake.in

@@ -157,3 +157,96 @@ void lw__names_free(struct lw_names *n)
     free(n->heap);
     n->heap = NULL;
 }
+
+/* Length of the run of lowercase hex digits ending at end (not before
+ * start). */
+static size_t hex_run_back(const char *start, const char *end)
+{
+    const char *p = end;
+
+    while (p > start &&
+           ((p[-1] >= '0' && p[-1] <= '9') || (p[-1] >= 'a' && p[-1] <= 'f')))
+        p--;
+    return (size_t)(end - p);
+}
+
+/* name ends with suffix: its length without it, else 0. */
+static size_t strip(const char *name, size_t len, const char *suffix)
+{
+    size_t n = strlen(suffix);
+
+    return len > n && memcmp(name + len - n, suffix, n) == 0 ? len - n : 0;
+}
+
+/* "{tag}<prefix>fences" with tag "lockweave" or the slot tag of its own
+ * slot (what slot_tag() makes: every client picks the same one). */
+static int is_fence(const char *name, size_t len, size_t close,
+                    const char *prefix, size_t prefix_len)
+{
+    const char *tag = name + 1;
+    size_t taglen = close - 1;
+    char buf[8];
+
+    if (len != close + 1 + prefix_len + sizeof FENCE_SUFFIX - 1 ||
+        memcmp(name + close + 1, prefix, prefix_len) != 0 ||
+        memcmp(name + len - (sizeof FENCE_SUFFIX - 1), FENCE_SUFFIX,
+               sizeof FENCE_SUFFIX - 1) != 0)
+        return 0;
+    if (taglen == sizeof SERVER_TAG - 1 && memcmp(tag, SERVER_TAG, taglen) == 0)
+        return 1;
+    if (taglen == 0 || taglen > 5 || hex_run_back(tag, tag + taglen) != taglen)
+        return 0;
+    return slot_tag(lw__crc16(tag, taglen) % LW_SLOTS, buf) == taglen &&
+           memcmp(buf, tag, taglen) == 0;
+}
+
+int lw__names_companion(const char *name, size_t len, const char *prefix,
+                        size_t prefix_len)
+{
+    const char *close;
+    const char *key;
+    size_t head, keylen, t;
+    struct lw_names n;
+    int same;
+
+    if (len < 3 || name[0] != '{' ||
+        (close = memchr(name + 1, '}', len - 1)) == NULL)
+        return 0;
+    if (is_fence(name, len, (size_t)(close - name), prefix, prefix_len))
+        return 1;
+    /* "{T}R" then ":q", or ":w:" and a token (32 hex digits, ':', a hex
+     * sequence), alone (alive key) or with ":g" (mailbox) or ":rel"
+     * (receipt). */
+    head = strip(name, len, ":q");
+    if (head == 0) {
+        if ((t = strip(name, len, ":g")) == 0 &&
+            (t = strip(name, len, ":rel")) == 0)
+            t = len;
+        size_t seq = hex_run_back(name, name + t);
+        if (seq == 0 || seq >= t || name[t - seq - 1] != ':')
+            return 0;
+        t -= seq + 1;
+        if (hex_run_back(name, name + t) < 32)
+            return 0;
+        t -= 32;
+        if ((head = strip(name, t, ":w:")) == 0)
+            return 0;
+    }
+    if (head <= (size_t)(close - name))
+        return 0;
+    /* The lock key: R, or T when R is empty (a key without a hash tag and
+     * without '}').  Its names, made again, must start with this head. */
+    key = close + 1;
+    keylen = head - (size_t)(close + 1 - name);
+    if (keylen == 0) {
+        key = name + 1;
+        keylen = (size_t)(close - name) - 1;
+    }
+    if (keylen < prefix_len || memcmp(key, prefix, prefix_len) != 0)
+        return 0;
+    if (lw__names_init(&n, key, keylen, prefix_len, 0) != LW_OK)
+        return LW_ENOMEM;
+    same = n.queuelen == head + 2 && memcmp(n.queue, name, head) == 0;
+    lw__names_free(&n);
+    return same;
+}

@@ -39,4 +39,11 @@ int lw__names_init(struct lw_names *n, const char *key, size_t len,
                    size_t prefix_len, int per_slot);
 void lw__names_free(struct lw_names *n);
 
+/* Whether name is one of the names above for some lock key under prefix (a
+ * fence counter, a queue, a waiter's alive key, mailbox or receipt), as
+ * lw__names_init() would make it: for tools that walk the keyspace and
+ * want the locks alone.  1 or 0; LW_ENOMEM. */
+int lw__names_companion(const char *name, size_t len, const char *prefix,
+                        size_t prefix_len);
+
 #endif

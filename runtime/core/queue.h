@@ -26,4 +26,18 @@ int lw__queue_release_script(const struct lw_lease *l,
                              const struct lw_names *names, int64_t deadline_us,
                              redisReply **r, int *replayed);
 
+/* The same for any key and token under configuration s: what
+ * lw__queue_release_script() sends, for a release that is not a lease's own
+ * (lockweave-ctl's forced unlock).  Its reply: 1 released (and the next
+ * waiter told), 2 released by an earlier run, 0 gone, -1 another owner's. */
+struct lw_settings;
+int lw__release_send(const struct lw_settings *s, const char *key,
+                     size_t keylen, const char *token, size_t toklen,
+                     const struct lw_names *names, int flags,
+                     int64_t deadline_us, redisReply **r, int *replayed);
+
+/* Leave no receipt: the release is not the holder's, whose own release
+ * must then find its lock lost, not released by itself. */
+#define LW_RELEASE_NO_RECEIPT 1
+
 #endif

@@ -50,12 +50,12 @@ static int release_verdict(struct lw_lease *l, long long result, int replayed,
 
 /* The lock key alone (onekey script): compare the token, then delete the
  * key (ms NULL) or set its TTL to ms; no hand-off. */
-static int send_onekey(const struct lw_lease *l, struct lw_target *to,
-                       const char *ms, int64_t deadline_us, redisReply **r,
-                       int *replayed)
+static int send_onekey(struct lw_target *to, const char *key, size_t keylen,
+                       const char *token, size_t toklen, const char *ms,
+                       int64_t deadline_us, redisReply **r, int *replayed)
 {
-    const char *argv[] = {l->key, l->token, ms};
-    size_t lens[] = {l->keylen, (size_t)l->toklen, ms ? strlen(ms) : 0};
+    const char *argv[] = {key, token, ms};
+    size_t lens[] = {keylen, toklen, ms ? strlen(ms) : 0};
     struct lw_request q = {.script = &lw__script_onekey,
                            .nkeys = 1,
                            .nargs = ms ? 2 : 1,
@@ -65,18 +65,18 @@ static int send_onekey(const struct lw_lease *l, struct lw_target *to,
     return lw__send(to, &q, deadline_us, r, replayed);
 }
 
-int lw__queue_release_script(const struct lw_lease *l, const struct lw_names *n,
-                             int64_t deadline_us, redisReply **r, int *replayed)
+int lw__release_send(const struct lw_settings *s, const char *key,
+                     size_t keylen, const char *token, size_t toklen,
+                     const struct lw_names *n, int flags, int64_t deadline_us,
+                     redisReply **r, int *replayed)
 {
-    const struct lw_settings *s = l->cfg;
     char handoff[16], receipt[16];
-    const char *argv[] = {
-        l->key,  n->queue, n->fence, l->token, LW_WAITER_KEYS_MS,
-        handoff, n->alive, receipt};
-    size_t lens[] = {l->keylen,
+    const char *argv[] = {key,     n->queue, n->fence, token, LW_WAITER_KEYS_MS,
+                          handoff, n->alive, receipt};
+    size_t lens[] = {keylen,
                      n->queuelen,
                      n->fencelen,
-                     (size_t)l->toklen,
+                     toklen,
                      sizeof LW_WAITER_KEYS_MS - 1,
                      0,
                      n->alivelen,
@@ -92,11 +92,14 @@ int lw__queue_release_script(const struct lw_lease *l, const struct lw_names *n,
 
     lens[5] = (size_t)snprintf(handoff, sizeof handoff, "%d", s->handoff_ms);
     /* The receipt must outlive the retry of a release whose reply was lost:
-     * conn.c replays at once, after at most a reconnect and a timeout. */
-    lens[7] =
-        (size_t)snprintf(receipt, sizeof receipt, "%d",
-                         2 * (s->connect_timeout_ms + s->command_timeout_ms));
-    rc = lw__target_for(&to, s, l->key, l->keylen);
+     * conn.c replays at once, after at most a reconnect and a timeout.  "0"
+     * tells the script to leave none. */
+    lens[7] = (size_t)snprintf(
+        receipt, sizeof receipt, "%d",
+        (flags & LW_RELEASE_NO_RECEIPT)
+            ? 0
+            : 2 * (s->connect_timeout_ms + s->command_timeout_ms));
+    rc = lw__target_for(&to, s, key, keylen);
     if (rc == LW_OK)
         rc = lw__send(&to, &q, deadline_us, r, replayed);
     /* A slot in migration refuses a script whose keys are not all on one
@@ -104,7 +107,8 @@ int lw__queue_release_script(const struct lw_lease *l, const struct lw_names *n,
      * ends, which may outlast the lease.  Delete the lock key alone, on
      * whichever node has it: waiters find it free at their next poll. */
     if (rc == LW_R_SPLIT)
-        rc = send_onekey(l, &to, NULL, deadline_us, r, replayed);
+        rc = send_onekey(&to, key, keylen, token, toklen, NULL, deadline_us, r,
+                         replayed);
     return rc;
 }
 
@@ -120,8 +124,16 @@ static int hold_script(const struct lw_lease *l, int64_t hold_ms,
 
     snprintf(ms, sizeof ms, "%lld", (long long)hold_ms);
     if (rc == LW_OK)
-        rc = send_onekey(l, &to, ms, deadline_us, r, replayed);
+        rc = send_onekey(&to, l->key, l->keylen, l->token, (size_t)l->toklen,
+                         ms, deadline_us, r, replayed);
     return rc;
+}
+
+int lw__queue_release_script(const struct lw_lease *l, const struct lw_names *n,
+                             int64_t deadline_us, redisReply **r, int *replayed)
+{
+    return lw__release_send(l->cfg, l->key, l->keylen, l->token,
+                            (size_t)l->toklen, n, 0, deadline_us, r, replayed);
 }
 
 int lw__queue_release(struct lw_lease *l)

@@ -116,7 +116,10 @@ static const char enqueue_lua[] = MINT_LUA
  * that this was its own doing, not a lost lease.  (A release with nobody
  * queued leaves none: that would cost every release a write, and a caller
  * that takes the key between the two runs is rare; the retry then reports
- * LW_ELOST, a false alarm, never a hidden loss.)
+ * LW_ELOST, a false alarm, never a hidden loss.)  Receipt ms "0" leaves
+ * none: a forced unlock by an operator runs this script with the holder's
+ * token, and the holder's own release must then read "another owner" or
+ * "gone" (LW_ELOST), not "released by me".
  * While the slot is being migrated, Redis refuses a command on a key this
  * node does not hold (it may be on the other node already): the lock key is
  * overwritten for a hand-off, never deleted and set again, and the queue is
@@ -135,7 +138,9 @@ static const char release_lua[] = MINT_LUA
     "  return 0\n"
     "end\n"
     "local function tell(tok, msg)\n"
-    "  redis.pcall('set', receipt, '1', 'PX', ARGV[5])\n"
+    "  if ARGV[5] ~= '0' then\n"
+    "    redis.pcall('set', receipt, '1', 'PX', ARGV[5])\n"
+    "  end\n"
     "  local box = ARGV[4] .. tok .. ':g'\n"
     "  redis.pcall('rpush', box, msg)\n"
     "  redis.pcall('pexpire', box, ARGV[2])\n"

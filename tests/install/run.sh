@@ -5,7 +5,9 @@
 #      (and lockweave::runtime_static);
 #   2. pkg-config --cflags --libs lockweave, compiled by hand;
 #   3. if the package ships lockweave_generate(), a project weaving its own
-#      annotated function with it.
+#      annotated function with it;
+# and that lockweave-ctl runs from the prefix and both commands' man pages
+# are installed and render without warnings.
 # Each program runs against a private redis-server (lw_with_redis).
 #
 # usage: run.sh CMAKE BUILD_DIR SOURCE_DIR WORK_DIR WITH_REDIS CC GENERATOR
@@ -42,6 +44,32 @@ echo "CMake package:   ${cfg_file#$prefix/}"
 unset LD_LIBRARY_PATH
 step "installed lockweave-gen runs"
 (cd / && "$prefix/bin/lockweave-gen" --version)
+
+step "installed lockweave-ctl runs"
+(cd / && "$prefix/bin/lockweave-ctl" --version)
+# An empty server: nothing listed, exit status 1.
+status=0
+(cd / && "$with_redis" "$prefix/bin/lockweave-ctl" list) || status=$?
+if [[ $status != 1 ]]; then
+  echo "installed lockweave-ctl list on an empty server: status $status, want 1" >&2
+  exit 1
+fi
+
+step "man pages"
+for page in lockweave-ctl.1 lockweave-gen.1; do
+  file=$(find "$prefix" -path "*/man1/$page" -print -quit)
+  if [[ -z $file ]]; then
+    echo "$page is not installed under $prefix/.../man1" >&2
+    exit 1
+  fi
+  echo "${file#$prefix/}"
+  # groff -ww: every warning; the page must render without one.
+  warnings=$(groff -man -ww -z "$file" 2>&1)
+  if [[ -n $warnings ]]; then
+    echo "$page: $warnings" >&2
+    exit 1
+  fi
+done
 
 step "CMake consumer (find_package)"
 "$cmake_cmd" -S "$here/consumer" -B "$work/consumer" -G "$generator" \

@@ -142,6 +142,70 @@ static void check_same_slot(const char *key, size_t len)
     lw__names_free(&n);
 }
 
+/* lw__names_companion(): every name lw__names_init() makes for key is a
+ * companion under key's prefix (its first prefix bytes), the key itself is
+ * not, and under another prefix none is. */
+static void check_companions(const char *key, size_t len, size_t prefix)
+{
+    static const char token[] = "0123456789abcdef0123456789abcdef:1f";
+    static const char *const waiter[] = {"", ":g", ":rel"};
+    char *name = malloc(len + 128);
+    struct lw_names n;
+
+    CHECK(name != NULL);
+    CHECK_EQ(lw__names_companion(key, len, key, prefix), 0);
+    for (int per_slot = 0; per_slot < 2; per_slot++) {
+        CHECK_RC(lw__names_init(&n, key, len, prefix, per_slot), LW_OK);
+        CHECK_EQ(lw__names_companion(n.fence, n.fencelen, key, prefix), 1);
+        CHECK_EQ(lw__names_companion(n.queue, n.queuelen, key, prefix), 1);
+        CHECK_EQ(lw__names_companion(n.queue, n.queuelen, "other:", 6), 0);
+        CHECK_EQ(lw__names_companion(n.fence, n.fencelen, "other:", 6), 0);
+        for (int i = 0; i < 3; i++) {
+            size_t l = n.alivelen;
+            memcpy(name, n.alive, l);
+            memcpy(name + l, token, sizeof token - 1);
+            l += sizeof token - 1;
+            memcpy(name + l, waiter[i], strlen(waiter[i]));
+            l += strlen(waiter[i]);
+            CHECK_EQ(lw__names_companion(name, l, key, prefix), 1);
+            /* A token one digit short is nobody's. */
+            memmove(name + n.alivelen, name + n.alivelen + 1,
+                    l - n.alivelen - 1);
+            CHECK_EQ(lw__names_companion(name, l - 1, key, prefix), 0);
+        }
+        /* The alive prefix alone, without a token, is no name. */
+        CHECK_EQ(lw__names_companion(n.alive, n.alivelen, key, prefix), 0);
+        lw__names_free(&n);
+    }
+    free(name);
+}
+
+static void companions(void)
+{
+    static const char *const keys[] = {
+        "lock:stock:{42}", "lock:a{b",        "lock:a}b", "lock:{}",
+        "lock:x:q",        "lock:w:fences",   "lock:",    "lock:{x}:w:1",
+        "{lock:}a",        "lock:{lockweave}"};
+
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        check_companions(keys[i], strlen(keys[i]), 5);
+    check_companions("}{", 2, 0);
+    /* Look-alikes: another key's tag, a counter of no slot, a prefix that
+     * is not the fence's. */
+#define NOT_COMPANION(s)                                                       \
+    CHECK_EQ(lw__names_companion(s, sizeof s - 1, "lock:", 5), 0)
+    NOT_COMPANION("{42}lock:stock:{43}:q");
+    NOT_COMPANION("{zz}lock:fences");
+    NOT_COMPANION("{ffff}lock:fences");
+    NOT_COMPANION("{lockweave}app:fences");
+    NOT_COMPANION("{lock:a}:w:0123:1");
+    NOT_COMPANION("{app:a}:q");
+    NOT_COMPANION("lock:a:q");
+    NOT_COMPANION("{");
+#undef NOT_COMPANION
+    CHECK_EQ(lw__names_companion("{0}lock:fences", 14, "lock:", 5), 1);
+}
+
 static uint64_t rng = 0x2545f4914f6cdd1dULL;
 
 static unsigned rnd(void)
@@ -166,6 +230,7 @@ static void random_keys(void)
             key[j] = r < 64 ? "{}"[r & 1] : (char)(r - 64);
         }
         check_same_slot(key, len);
+        check_companions(key, len, 5);
         if (lw__hash_tag(key, len, &start, &taglen))
             layout[0]++;
         else
@@ -265,6 +330,7 @@ int main(void)
     shared_fences();
     random_keys();
     inline_and_heap();
+    companions();
     printf("unit_keynames: ok\n");
     return 0;
 }

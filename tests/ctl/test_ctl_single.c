@@ -1,0 +1,461 @@
+/*
+ * lockweave-ctl against one real redis-server: inspect a free key, a held
+ * one and its waiters (a live one, a dead one), unlock refused without a
+ * terminal or declined at it, unlock breaking a held lock (its holder gets
+ * LW_ELOST, the live waiter is handed the lock at once, the dead one
+ * skipped), a lock that changed hands while the prompt waited left alone,
+ * list over many SCAN pages with lockweave's companion keys left out,
+ * binary keys escaped, and the exit statuses of bad URLs, unreachable
+ * servers and bad command lines, passwords never shown.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl_util.h"
+#include "util.h"
+
+static rh_server srv;
+
+/* A thread that waits for a lock and holds it until told. */
+struct waiter {
+    const char *key;
+    int rc; /* atomic: 1 until lock_str() returned */
+    int64_t got_ms;
+    int release; /* atomic */
+    int left;    /* lw_guard_leave()'s result */
+    lw_guard g;
+    pthread_t th;
+};
+
+static void *waiter_main(void *arg)
+{
+    struct waiter *w = arg;
+    int rc = lock_str(&w->g, w->key, 10000, 10000);
+
+    w->got_ms = now_ms();
+    __atomic_store_n(&w->rc, rc, __ATOMIC_RELEASE);
+    while (!__atomic_load_n(&w->release, __ATOMIC_ACQUIRE))
+        sleep_ms(2);
+    if (rc == LW_OK)
+        w->left = lw_guard_leave(&w->g);
+    return NULL;
+}
+
+static void waiter_start(struct waiter *w, const char *key)
+{
+    memset(w, 0, sizeof *w);
+    w->key = key;
+    w->rc = 1;
+    CHECK(pthread_create(&w->th, NULL, waiter_main, w) == 0);
+}
+
+static int waiter_done(void *arg)
+{
+    return __atomic_load_n(&((struct waiter *)arg)->rc, __ATOMIC_ACQUIRE) != 1;
+}
+
+static long long queue_len;
+static int queue_has(void *arg)
+{
+    return rh_cmd_int(&srv, "ZCARD %s", (const char *)arg) >= queue_len;
+}
+
+/* The value of key, or "" when it does not exist (static buffer). */
+static const char *value_of(const char *key)
+{
+    static char buf[128];
+    redisReply *r = rh_cmd(&srv, "GET %s", key);
+
+    CHECK(r != NULL);
+    snprintf(buf, sizeof buf, "%s",
+             r->type == REDIS_REPLY_STRING ? r->str : "");
+    freeReplyObject(r);
+    return buf;
+}
+
+static long long server_time_us(void)
+{
+    redisReply *r = rh_cmd(&srv, "TIME");
+    long long t;
+
+    CHECK(r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    t = atoll(r->element[0]->str) * 1000000 + atoll(r->element[1]->str);
+    freeReplyObject(r);
+    return t;
+}
+
+static void free_key(void)
+{
+    struct ctl_run r;
+    jv *j;
+
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "inspect", "free:1", NULL);
+    CHECK_EQ(r.status, 1);
+    CHECK(strstr(r.out, "held     no") != NULL);
+    ctl_run_free(&r);
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "--json", "inspect", "free:1",
+            NULL);
+    CHECK_EQ(r.status, 1);
+    j = ctl_json(&r);
+    CHECK_STR(jv_str(j, "key"), "free:1");
+    CHECK_STR(jv_str(j, "redis_key"), "lock:free:1");
+    CHECK_EQ(jv_bool(j, "held"), 0);
+    CHECK(jv_get(j, "waiters") != NULL && jv_get(j, "waiters")->n == 0);
+    jv_free(j);
+    ctl_run_free(&r);
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "unlock", "--force", "--yes",
+            "free:1", NULL);
+    CHECK_EQ(r.status, 1);
+    ctl_run_free(&r);
+}
+
+/* A held lock with a dead and a live waiter, inspected, then broken. */
+static void held_waiters_unlock(void)
+{
+    static const char dead[] = "deaddeaddeaddeaddeaddeaddeaddead:1|10000";
+    struct ctl_run r;
+    struct waiter w;
+    lw_guard g;
+    uint64_t fence;
+    char token[128];
+    const jv *ws, *fj;
+    int64_t t_unlock;
+    jv *j;
+
+    CHECK_RC(lock_str(&g, "stock:42", 10000, 0), LW_OK);
+    fence = lw_fence();
+    snprintf(token, sizeof token, "%s", value_of("lock:stock:42"));
+    CHECK(token[0] != '\0');
+    /* A waiter that died 5 s ago: in the queue, no alive key. */
+    CHECK(rh_cmd_int(&srv, "ZADD {lock:stock:42}:q %lld %s",
+                     server_time_us() - 5000000, dead) == 1);
+    waiter_start(&w, "stock:42");
+    queue_len = 2;
+    CHECK(wait_until(queue_has, "{lock:stock:42}:q", 5000) >= 0);
+    sleep_ms(20); /* past LOCKWEAVE_HANDOFF_MS: the waiter is handed it */
+
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "inspect", "stock:42", NULL);
+    CHECK_EQ(r.status, 0);
+    CHECK(strstr(r.out, "held     yes") != NULL);
+    CHECK(strstr(r.out, "waiters  2") != NULL);
+    CHECK(strstr(r.out, "1  dead") != NULL);
+    CHECK(strstr(r.out, "2  alive") != NULL);
+    ctl_run_free(&r);
+
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "--json", "inspect", "stock:42",
+            NULL);
+    CHECK_EQ(r.status, 0);
+    j = ctl_json(&r);
+    CHECK_EQ(jv_bool(j, "held"), 1);
+    CHECK_STR(jv_str(j, "topology"), "single");
+    CHECK_RANGE(jv_int(j, "ttl_ms"), 1, 10000);
+    fj = jv_get(j, "fence");
+    CHECK_STR(jv_str(fj, "counter"), "{lockweave}lock:fences");
+    /* Nothing was locked since: the counter is the holder's fence, or one
+     * past it for the waiter's first, busy, try (its INCR leaves a gap). */
+    CHECK_RANGE(jv_int(fj, "counter_value"), (long long)fence,
+                (long long)fence + 1);
+    ws = jv_get(j, "waiters");
+    CHECK(ws != NULL && ws->type == 'a' && ws->n == 2);
+    CHECK_EQ(jv_int(ws->items[0], "position"), 1);
+    CHECK_EQ(jv_bool(ws->items[0], "alive"), 0);
+    CHECK_RANGE(jv_int(ws->items[0], "waited_ms"), 4900, 60000);
+    CHECK_EQ(jv_int(ws->items[0], "lease_ms"), 10000);
+    CHECK_EQ(jv_bool(ws->items[1], "alive"), 1);
+    CHECK_RANGE(jv_int(ws->items[1], "waited_ms"), 0, 4899);
+    CHECK_EQ(jv_int(ws->items[1], "lease_ms"), 10000);
+    jv_free(j);
+    ctl_run_free(&r);
+
+    /* Not a terminal, no --yes: refused before anything is touched. */
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "unlock", "--force", "stock:42",
+            NULL);
+    CHECK_EQ(r.status, 5);
+    CHECK(strstr(r.err, "--yes") != NULL);
+    CHECK_STR(value_of("lock:stock:42"), token);
+    ctl_run_free(&r);
+    /* Declined at the terminal. */
+    ctl_run(&r, srv.url, CTL_IN_TTY, "n\n", "unlock", "--force", "stock:42",
+            NULL);
+    CHECK_EQ(r.status, 5);
+    CHECK(strstr(r.err, "[y/N]") != NULL);
+    CHECK_STR(value_of("lock:stock:42"), token);
+    ctl_run_free(&r);
+
+    /* Broken: the release script hands the lock to the live waiter at
+     * once, skipping the dead one. */
+    t_unlock = now_ms();
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "--json", "unlock", "--force",
+            "--yes", "stock:42", NULL);
+    CHECK_EQ(r.status, 0);
+    j = ctl_json(&r);
+    CHECK_STR(jv_str(j, "result"), "unlocked");
+    CHECK_EQ(jv_int(j, "waiters"), 2);
+    jv_free(j);
+    ctl_run_free(&r);
+    CHECK(strcmp(value_of("lock:stock:42"), "") != 0);
+    CHECK(strcmp(value_of("lock:stock:42"), token) != 0);
+    CHECK_EQ(rh_cmd_int(&srv, "ZCARD {lock:stock:42}:q"), 0);
+    CHECK(wait_until(waiter_done, &w, 5000) >= 0);
+    CHECK_RC(w.rc, LW_OK);
+    printf("waiter had the lock %lld ms after the unlock began\n",
+           (long long)(w.got_ms - t_unlock));
+    CHECK_RANGE(w.got_ms - t_unlock, 0, 3000);
+    /* The holder learns it lost the lock. */
+    CHECK_RC(lw_guard_leave(&g), LW_ELOST);
+    __atomic_store_n(&w.release, 1, __ATOMIC_RELEASE);
+    CHECK(pthread_join(w.th, NULL) == 0);
+    CHECK_RC(w.left, LW_OK);
+    CHECK_EQ(rh_cmd_int(&srv, "EXISTS lock:stock:42"), 0);
+}
+
+/* While the prompt waits, the lock is released and taken again: the
+ * answer "y" must not break the new holder's lock. */
+static lw_guard *changing;
+static void change_hands(void)
+{
+    CHECK_RC(lw_guard_leave(changing), LW_OK);
+    CHECK_RC(lock_str(changing, "swap:1", 10000, 0), LW_OK);
+}
+
+static void changed_hands(void)
+{
+    struct ctl_run r;
+    lw_guard g;
+    char first[128];
+
+    CHECK_RC(lock_str(&g, "swap:1", 10000, 0), LW_OK);
+    snprintf(first, sizeof first, "%s", value_of("lock:swap:1"));
+    changing = &g;
+    ctl_before_answer = change_hands;
+    ctl_run(&r, srv.url, CTL_IN_TTY, "y\n", "unlock", "--force", "swap:1",
+            NULL);
+    ctl_before_answer = NULL;
+    CHECK_EQ(r.status, 6);
+    CHECK(strstr(r.out, "changed hands") != NULL);
+    ctl_run_free(&r);
+    CHECK(strcmp(value_of("lock:swap:1"), "") != 0);
+    CHECK(strcmp(value_of("lock:swap:1"), first) != 0);
+    CHECK_RC(lw_guard_leave(&g), LW_OK);
+
+    /* Confirmed at the terminal, with nothing in between: unlocked. */
+    CHECK_RC(lock_str(&g, "swap:1", 10000, 0), LW_OK);
+    ctl_run(&r, srv.url, CTL_IN_TTY, "yes\n", "unlock", "--force", "swap:1",
+            NULL);
+    CHECK_EQ(r.status, 0);
+    ctl_run_free(&r);
+    CHECK_EQ(rh_cmd_int(&srv, "EXISTS lock:swap:1"), 0);
+    CHECK_RC(lw_guard_leave(&g), LW_ELOST);
+}
+
+#define BULK 500
+static const char binkey[] = "bin\x01\n\xff\x1b[31m";
+#define BINKEY_SHOWN "\"bin\\x01\\x0a\\xff\\x1b[31m\""
+
+/* 500 locks to list among 500 others and every kind of companion key. */
+static void list_many(void)
+{
+    static const char tok[] = "0123456789abcdef0123456789abcdef:7";
+    struct ctl_run r;
+    char seen[BULK] = {0};
+    lw_guard g;
+    const jv *locks;
+    jv *j;
+    int lines = 0;
+
+    for (int i = 0; i < BULK; i++) {
+        CHECK(rh_cmd_int(&srv, "EXISTS lock:bulk:%d", i) == 0);
+        freeReplyObject(rh_cmd(&srv, "SET lock:bulk:%d %s PX 60000", i, tok));
+        freeReplyObject(rh_cmd(&srv, "SET lock:other:%d %s PX 60000", i, tok));
+    }
+    /* Companions of bulk:0 as lockweave names them: a queue of 3, an alive
+     * key, a mailbox, a receipt; the fence counter exists already. */
+    for (int i = 0; i < 3; i++) {
+        char member[64];
+        snprintf(member, sizeof member, "%.32s:%d|10000", tok, i);
+        CHECK_EQ(rh_cmd_int(&srv, "ZADD {lock:bulk:0}:q %d %s", i, member), 1);
+    }
+    freeReplyObject(rh_cmd(&srv, "SET {lock:bulk:0}:w:%s 1 PX 60000", tok));
+    freeReplyObject(rh_cmd(&srv, "RPUSH {lock:bulk:0}:w:%s:g w", tok));
+    freeReplyObject(rh_cmd(&srv, "SET {lock:bulk:0}:w:%s:rel 1 PX 60000", tok));
+    CHECK_EQ(rh_cmd_int(&srv, "EXISTS {lockweave}lock:fences"), 1);
+    CHECK_RC(lw_lock(&g, binkey, sizeof binkey - 1,
+                     &(lw_lock_opts){.expire_ms = 60000}),
+             LW_OK);
+
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "--json", "list", "bulk:*", NULL);
+    CHECK_EQ(r.status, 0);
+    j = ctl_json(&r);
+    locks = jv_get(j, "locks");
+    CHECK(locks != NULL && locks->type == 'a');
+    CHECK_EQ(locks->n, BULK);
+    CHECK_EQ(jv_int(j, "held"), BULK);
+    for (size_t i = 0; i < locks->n; i++) {
+        const char *k = jv_str(locks->items[i], "key");
+        int n = -1;
+        CHECK_MSG(sscanf(k, "bulk:%d", &n) == 1 && n >= 0 && n < BULK &&
+                      !seen[n],
+                  "unexpected or repeated key %s", k);
+        seen[n] = 1;
+        CHECK_RANGE(jv_int(locks->items[i], "ttl_ms"), 1, 60000);
+        CHECK_EQ(jv_int(locks->items[i], "waiters"), n == 0 ? 3 : 0);
+    }
+    jv_free(j);
+    ctl_run_free(&r);
+
+    /* People's output: one line per lock and a count. */
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "--scan-count", "7", "list",
+            "bulk:*", NULL);
+    CHECK_EQ(r.status, 0);
+    for (const char *p = r.out; (p = strstr(p, "\"bulk:")) != NULL; p++)
+        lines++;
+    CHECK_EQ(lines, BULK);
+    CHECK(strstr(r.out, "500 locks held") != NULL);
+    ctl_run_free(&r);
+
+    /* Whole keys: every lock key, none of the companions. */
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "--json", "--raw", "list", "*",
+            NULL);
+    CHECK_EQ(r.status, 0);
+    j = ctl_json(&r);
+    locks = jv_get(j, "locks");
+    CHECK_EQ(locks->n, 2 * BULK + 1);
+    for (size_t i = 0; i < locks->n; i++)
+        CHECK_MSG(jv_str(locks->items[i], "redis_key")[0] != '{',
+                  "companion listed: %s", jv_str(locks->items[i], "redis_key"));
+    jv_free(j);
+    ctl_run_free(&r);
+
+    /* A binary key: escaped for people, exact in JSON's _hex. */
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "list", "bin*", NULL);
+    CHECK_EQ(r.status, 0);
+    CHECK(ctl_printable(r.out, r.outlen));
+    CHECK(strstr(r.out, BINKEY_SHOWN) != NULL);
+    ctl_run_free(&r);
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "--json", "list", "bin*", NULL);
+    j = ctl_json(&r);
+    locks = jv_get(j, "locks");
+    CHECK_EQ(locks->n, 1);
+    CHECK_STR(jv_str(locks->items[0], "key_hex"), "62696e010aff1b5b33316d");
+    jv_free(j);
+    ctl_run_free(&r);
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "--escaped", "inspect",
+            "bin\\x01\\x0a\\xff\\x1b[31m", NULL);
+    CHECK_EQ(r.status, 0);
+    CHECK(ctl_printable(r.out, r.outlen));
+    ctl_run_free(&r);
+    CHECK_RC(lw_guard_leave(&g), LW_OK);
+
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "list", "nothing:*", NULL);
+    CHECK_EQ(r.status, 1);
+    ctl_run_free(&r);
+}
+
+static void bad_config_and_usage(void)
+{
+    static const struct {
+        const char *url;
+        int status;
+    } cases[] = {
+        {"redis://alice:s3cret@127.0.0.1:99999", 4},
+        {"http://alice:s3cret@127.0.0.1:6379", 4},
+        {"redis://127.0.0.1:1\x1b[2J/0", 4},
+        {"redis://alice:s3cret@127.0.0.1:1", 3},
+        {"redis://alice:s3cret@127.0.0.1:1,redis://127.0.0.1:2", 3},
+    };
+    struct ctl_run r;
+
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ctl_run(&r, cases[i].url, CTL_IN_NULL, NULL, "inspect", "k", NULL);
+        CHECK_EQ(r.status, cases[i].status);
+        CHECK(strstr(r.err, "s3cret") == NULL &&
+              strstr(r.out, "s3cret") == NULL);
+        CHECK(ctl_printable(r.err, r.errlen));
+        ctl_run_free(&r);
+        ctl_run(&r, cases[i].url, CTL_IN_NULL, NULL, "list", NULL);
+        CHECK_EQ(r.status, cases[i].status);
+        CHECK(strstr(r.err, "s3cret") == NULL &&
+              strstr(r.out, "s3cret") == NULL);
+        ctl_run_free(&r);
+        ctl_run(&r, cases[i].url, CTL_IN_NULL, NULL, "unlock", "-f", "-y", "k",
+                NULL);
+        CHECK_EQ(r.status, cases[i].status);
+        ctl_run_free(&r);
+    }
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, NULL);
+    CHECK_EQ(r.status, 2);
+    ctl_run_free(&r);
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "frob", NULL);
+    CHECK_EQ(r.status, 2);
+    ctl_run_free(&r);
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "unlock", "--yes", "k", NULL);
+    CHECK_EQ(r.status, 2);
+    ctl_run_free(&r);
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "inspect", NULL);
+    CHECK_EQ(r.status, 2);
+    ctl_run_free(&r);
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "--bogus", "list", NULL);
+    CHECK_EQ(r.status, 2);
+    ctl_run_free(&r);
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "--escaped", "inspect", "a\\q",
+            NULL);
+    CHECK_EQ(r.status, 2);
+    ctl_run_free(&r);
+    ctl_run(&r, NULL, CTL_IN_NULL, NULL, "--help", NULL);
+    CHECK_EQ(r.status, 0);
+    CHECK(strstr(r.out, "exit status") != NULL);
+    ctl_run_free(&r);
+}
+
+/* --prefix: the key names of a program that configured another prefix. */
+static void other_prefix(void)
+{
+    struct ctl_run r;
+    lw_config cfg;
+    lw_guard g;
+    jv *j;
+
+    lw_config_init(&cfg);
+    cfg.redis_url = srv.url;
+    cfg.key_prefix = "app:";
+    CHECK_RC(lw_configure(&cfg), LW_OK);
+    CHECK_RC(lock_str(&g, "job", 10000, 0), LW_OK);
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "inspect", "job", NULL);
+    CHECK_EQ(r.status, 1);
+    ctl_run_free(&r);
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "--json", "--prefix",
+            "app:", "inspect", "job", NULL);
+    CHECK_EQ(r.status, 0);
+    j = ctl_json(&r);
+    CHECK_STR(jv_str(j, "redis_key"), "app:job");
+    CHECK_STR(jv_str(jv_get(j, "fence"), "counter"), "{lockweave}app:fences");
+    CHECK_EQ(jv_int(jv_get(j, "fence"), "counter_value"),
+             (long long)lw_fence());
+    jv_free(j);
+    ctl_run_free(&r);
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "--raw", "inspect", "app:job",
+            NULL);
+    CHECK_EQ(r.status, 0);
+    ctl_run_free(&r);
+    CHECK_RC(lw_guard_leave(&g), LW_OK);
+    use_server(&srv);
+}
+
+int main(int argc, char **argv)
+{
+    ctl_init(argc, argv);
+    CHECK(rh_start(&srv, NULL) == 0);
+    use_server(&srv);
+    free_key();
+    held_waiters_unlock();
+    changed_hands();
+    list_many();
+    other_prefix();
+    bad_config_and_usage();
+    lw_shutdown();
+    rh_stop(&srv);
+    printf("ctl_single: ok\n");
+    return 0;
+}
