@@ -6,6 +6,8 @@
  */
 #include "lwgen.h"
 
+#include <lockweave.h> /* LW_PERMITS_MAX */
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -302,9 +304,23 @@ cleanup:
     return rc;
 }
 
-enum { OPT_MAX_RENEW, OPT_ON_FAIL, OPT_SKIP_IF, OPT_HOLD, NOPTS };
-static const char *const option_names[NOPTS] = {"max_renew", "on_fail",
-                                                "skip_if", "hold_at_least"};
+enum { OPT_MAX_RENEW, OPT_ON_FAIL, OPT_SKIP_IF, OPT_HOLD, OPT_PERMITS, NOPTS };
+/* val as a decimal integer (C suffixes u and l allowed) in [0, max], or
+ * -1. */
+static long long whole_number(const char *val, long long max)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(val, &end, 10);
+    while (*end == 'u' || *end == 'U' || *end == 'l' || *end == 'L')
+        end++;
+    if (*end || errno || v < 0 || v > max || !isdigit((unsigned char)val[0]))
+        return -1;
+    return v;
+}
+
+static const char *const option_names[NOPTS] = {
+    "max_renew", "on_fail", "skip_if", "hold_at_least", "permits"};
 
 int annot_parse(lw_annot *a)
 {
@@ -312,7 +328,7 @@ int annot_parse(lw_annot *a)
     size_t n = strlen(s);
     span sp[MAXARGS];
     int errs = diag_errors();
-    int seen[NOPTS] = {-1, -1, -1, -1};
+    int seen[NOPTS] = {-1, -1, -1, -1, -1};
 
     a->max_renew = -1;
     int cnt = split_args(s, n, 0, 0, sp, MAXARGS, NULL);
@@ -373,7 +389,7 @@ int annot_parse(lw_annot *a)
         if (which < 0) {
             diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, i),
                  "unknown REDIS_LOCK option '%.*s' (known: max_renew, on_fail, "
-                 "skip_if, hold_at_least)",
+                 "skip_if, hold_at_least, permits)",
                  (int)nlen, o);
             continue;
         }
@@ -397,17 +413,21 @@ int annot_parse(lw_annot *a)
         }
         char *val = xstrndup(o + vb, olen - vb);
         if (which == OPT_MAX_RENEW) {
-            char *end;
-            errno = 0;
-            long long v = strtoll(val, &end, 10);
-            while (*end == 'u' || *end == 'U' || *end == 'l' || *end == 'L')
-                end++;
-            if (*end || errno || v < 0 || v > INT32_MAX ||
-                !isdigit((unsigned char)val[0]))
+            long long v = whole_number(val, INT32_MAX);
+            if (v < 0)
                 diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, i),
                      "max_renew must be a whole number >= 0, not '%s'", val);
             else
                 a->max_renew = (int32_t)v;
+            free(val);
+        } else if (which == OPT_PERMITS) {
+            long long v = whole_number(val, LW_PERMITS_MAX);
+            if (v < 1)
+                diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, i),
+                     "permits must be a whole number from 1 to %d, not '%s'",
+                     LW_PERMITS_MAX, val);
+            else
+                a->permits = (uint32_t)v;
             free(val);
         } else if (which == OPT_ON_FAIL) {
             a->on_fail = val;

@@ -158,12 +158,17 @@ static void put_locks(lw_buf *wr, const lw_func *f, const char *retstmt)
     /* Constant options: static, except in an external inline function,
      * where a static object would be a separate one per file. */
     for (int i = 0; i < n; i++) {
-        const lw_lock *l = &f->locks[i];
+        const lw_lockspec *l = &f->locks[i];
         buf_printf(wr, "    %sconst lw_lock_opts ",
                    (!f->internal && f->is_inline) ? "" : "static ");
         guard_name(wr, f, "lw__o", i);
-        buf_printf(wr, " = {%uu, %uu, %d, 0u, %uu};\n", l->expire_ms,
-                   l->wait_ms, (int)l->max_renew, l->hold_ms);
+        buf_printf(wr, " = {.expire_ms = %uu, .wait_ms = %uu, .max_renew = %d",
+                   l->expire_ms, l->wait_ms, (int)l->max_renew);
+        if (l->hold_ms)
+            buf_printf(wr, ", .hold_at_least_ms = %uu", l->hold_ms);
+        if (l->permits)
+            buf_printf(wr, ", .permits = %uu", l->permits);
+        buf_puts(wr, "};\n");
     }
     buf_puts(wr, "    lw_guard ");
     for (int i = 0; i < n; i++) {

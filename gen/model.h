@@ -54,13 +54,14 @@ typedef struct lw_expr {
 enum lw_ret { LW_RET_VOID, LW_RET_SCALAR, LW_RET_RECORD };
 
 /* One REDIS_LOCK of the function: a key and its options. */
-typedef struct lw_lock {
+typedef struct lw_lockspec {
     char *annot; /* its arguments, expanded: the wrapper's comment */
     lw_key key;
     uint32_t expire_ms, wait_ms;
     int32_t max_renew;
     uint32_t hold_ms;
-} lw_lock;
+    uint32_t permits;
+} lw_lockspec;
 
 /* One annotated definition of the file being woven. */
 typedef struct lw_func {
@@ -93,7 +94,7 @@ typedef struct lw_func {
     /* The annotations: one lock each (several: all held, taken in the
      * order of their keys at run time), and the function's on_fail and
      * skip_if, from whichever annotation gives them. */
-    lw_lock *locks;
+    lw_lockspec *locks;
     int nlocks;
     lw_expr on_fail, skip_if;
 } lw_func;

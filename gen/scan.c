@@ -485,12 +485,13 @@ static int model_func(walk *w, CXCursor def, const lw_annot *as, int na,
         f->ret_type = buf_take(&ret_type);
 
     for (int i = 0; i < na; i++) {
-        lw_lock *l = &f->locks[i];
+        lw_lockspec *l = &f->locks[i];
         l->annot = xstrdup(as[i].text);
         l->expire_ms = as[i].expire_ms;
         l->wait_ms = as[i].wait_ms;
         l->max_renew = as[i].max_renew;
         l->hold_ms = as[i].hold_ms;
+        l->permits = as[i].permits;
     }
     if (onf)
         expr_set(&f->on_fail, onf, onf->on_fail, onf->on_fail_off);

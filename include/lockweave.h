@@ -244,7 +244,13 @@ typedef struct lw_lock_opts {
     uint32_t hold_at_least_ms; /* > 0: released early, the key stays locked
                                   until this long after acquisition (at
                                   most expire_ms); 0: released at once */
+    uint32_t permits;          /* > 0: a semaphore, at most this many holders
+                                  (1..65535; every user of the key must agree, else
+                                  LW_EINVAL); 0: a mutex */
 } lw_lock_opts;
+
+/* The most permits a semaphore may have (lw_lock_opts.permits). */
+#define LW_PERMITS_MAX 65535
 
 /* Bytes of key kept inside the guard; longer keys use the heap. */
 #define LW_GUARD_INLINE_KEY 128

@@ -185,6 +185,8 @@ static int try_free(struct attempt *a, int64_t *ttl_ms)
     redisReply *r[2];
     int replayed, rc;
 
+    if (a->l->permits > 0) /* a semaphore: one script takes a permit */
+        return enqueue(a, JOIN_LEAVE, ttl_ms);
     *ttl_ms = 0; /* not asked: the queue script tells */
     rc = lw__send(&a->to, &(struct lw_request){.cmds = a->cmds, .ncmds = 2},
                   route_deadline(a), r, &replayed);
@@ -233,7 +235,8 @@ static int enqueue(struct attempt *a, const char *join, int64_t *ttl_ms)
                           l->expire_str,
                           join,
                           qttl,
-                          LW_WAITER_KEYS_MS};
+                          LW_WAITER_KEYS_MS,
+                          l->permits_str};
     size_t lens[] = {l->keylen,
                      a->names->queuelen,
                      a->names->fencelen,
@@ -242,7 +245,9 @@ static int enqueue(struct attempt *a, const char *join, int64_t *ttl_ms)
                      (size_t)l->expire_len,
                      1,
                      0,
-                     sizeof LW_WAITER_KEYS_MS - 1};
+                     sizeof LW_WAITER_KEYS_MS - 1,
+                     (size_t)l->permits_len};
+    int sem = l->permits > 0;
     redisReply *r;
     int replayed, rc;
 
@@ -255,9 +260,10 @@ static int enqueue(struct attempt *a, const char *join, int64_t *ttl_ms)
                                (unsigned long long)a->opts->wait_ms +
                                    l->expire_ms + 1000);
     rc = lw__send(&a->to,
-                  &(struct lw_request){.script = &lw__script_enqueue,
+                  &(struct lw_request){.script = sem ? &lw__script_sem_enqueue
+                                                     : &lw__script_enqueue,
                                        .nkeys = 4,
-                                       .nargs = 5,
+                                       .nargs = sem ? 6 : 5,
                                        .argv = argv,
                                        .lens = lens},
                   route_deadline(a), &r, &replayed);
@@ -272,6 +278,17 @@ static int enqueue(struct attempt *a, const char *join, int64_t *ttl_ms)
         a->valid_ms =
             r->element[1]->integer > 0 ? r->element[1]->integer : l->expire_ms;
         rc = LW_OK;
+    } else if (sem && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+               r->element[0]->type == REDIS_REPLY_INTEGER &&
+               r->element[0]->integer == -2 &&
+               r->element[1]->type == REDIS_REPLY_STRING) {
+        /* "n:<N>" or "type:<type>" (the logger escapes it). */
+        lw__log(LW_LOG_ERROR,
+                "lock %.*s: asked for as a semaphore of %s permits, but "
+                "Redis holds it as %.*s",
+                (int)l->keylen, l->key, l->permits_str, (int)r->element[1]->len,
+                r->element[1]->str);
+        rc = LW_EINVAL;
     } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
                r->element[0]->type == REDIS_REPLY_INTEGER &&
                r->element[0]->integer < 0 &&

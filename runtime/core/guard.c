@@ -96,7 +96,8 @@ static int check(const struct lw_gimpl *g)
     if (g->status != LW_OK)
         return g->status;
     if (g->keylen == g->key_start || g->opts.expire_ms == 0 ||
-        g->opts.hold_at_least_ms > g->opts.expire_ms)
+        g->opts.hold_at_least_ms > g->opts.expire_ms ||
+        g->opts.permits > LW_PERMITS_MAX)
         return LW_EINVAL; /* empty key, a lease of no time, or a hold the
                              lease cannot cover */
     return LW_OK;

@@ -23,6 +23,9 @@ void lw__lease_init(struct lw_lease *l, const struct lw_backend *be,
     l->drift_ms = 0;
     l->renews_left = opts->max_renew;
     l->hold_ms = opts->hold_at_least_ms;
+    l->permits = opts->permits;
+    l->permits_len = snprintf(l->permits_str, sizeof l->permits_str, "%u",
+                              opts->permits % 100000);
     l->hold_until_ms = 0;
     l->valid_until_ms = 0;
     l->heap_idx = -1;

@@ -31,8 +31,11 @@ struct lw_lease {
                             (Redlock); 0 with one server */
     char expire_str[12]; /* expire_ms in decimal, as commands want it */
     int expire_len;
-    int32_t renews_left;    /* < 0: unlimited */
-    uint32_t hold_ms;       /* hold_at_least_ms */
+    int32_t renews_left; /* < 0: unlimited */
+    uint32_t hold_ms;    /* hold_at_least_ms */
+    uint32_t permits;    /* > 0: a semaphore's permit (opts->permits) */
+    char permits_str[8]; /* permits in decimal */
+    int permits_len;
     int64_t hold_until_ms;  /* a release before then keeps the key until
                                then (our clock; set when acquired) */
     int64_t valid_until_ms; /* the lease surely ends by then (our clock) */

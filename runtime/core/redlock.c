@@ -195,6 +195,17 @@ int lw__redlock_acquire(struct lw_lease *l, const lw_lock_opts *opts,
     int64_t deadline_us = start_us + (int64_t)opts->wait_ms * 1000;
     int rc, waited = 0;
 
+    /* Permits voted on by independent masters are not bounded by N: a
+     * holder needs a majority, not every master, so with 3 masters and
+     * N = 2, three holders can each win a different 2 while no master
+     * counts more than 2.  Not offered rather than unsafe. */
+    if (opts->permits > 0) {
+        lw__log(LW_LOG_ERROR,
+                "lock %.*s: semaphores (permits = %u) need one Redis server "
+                "or a Redis Cluster, not independent masters (Redlock)",
+                (int)l->keylen, l->key, (unsigned)opts->permits);
+        return LW_ECONFIG;
+    }
     rc = lw__masters_get(l->cfg, &m);
     if (rc != LW_OK)
         return rc;

@@ -129,9 +129,50 @@ static int hold_script(const struct lw_lease *l, int64_t hold_ms,
     return rc;
 }
 
+/* A semaphore's permit: given back (hold_ms 0, the next waiter told) or
+ * kept hold_ms longer (the rest of a minimum hold). */
+static int sem_release(const struct lw_lease *l, const struct lw_names *n,
+                       int64_t hold_ms, int64_t deadline_us, redisReply **r,
+                       int *replayed)
+{
+    const struct lw_settings *s = l->cfg;
+    char handoff[16], receipt[16], hold[24];
+    const char *argv[] = {l->key,   n->queue,          n->fence,
+                          l->token, LW_WAITER_KEYS_MS, handoff,
+                          n->alive, receipt,           hold};
+    size_t lens[] = {l->keylen,
+                     n->queuelen,
+                     n->fencelen,
+                     (size_t)l->toklen,
+                     sizeof LW_WAITER_KEYS_MS - 1,
+                     0,
+                     n->alivelen,
+                     0,
+                     0};
+    struct lw_request q = {.script = &lw__script_sem_release,
+                           .nkeys = 3,
+                           .nargs = 6,
+                           .argv = argv,
+                           .lens = lens};
+    struct lw_target to;
+    int rc;
+
+    lens[5] = (size_t)snprintf(handoff, sizeof handoff, "%d", s->handoff_ms);
+    lens[7] =
+        (size_t)snprintf(receipt, sizeof receipt, "%d",
+                         2 * (s->connect_timeout_ms + s->command_timeout_ms));
+    lens[8] = (size_t)snprintf(hold, sizeof hold, "%lld", (long long)hold_ms);
+    rc = lw__target_for(&to, s, l->key, l->keylen);
+    if (rc == LW_OK)
+        rc = lw__send(&to, &q, deadline_us, r, replayed);
+    return rc;
+}
+
 int lw__queue_release_script(const struct lw_lease *l, const struct lw_names *n,
                              int64_t deadline_us, redisReply **r, int *replayed)
 {
+    if (l->permits > 0)
+        return sem_release(l, n, 0, deadline_us, r, replayed);
     return lw__release_send(l->cfg, l->key, l->keylen, l->token,
                             (size_t)l->toklen, n, 0, deadline_us, r, replayed);
 }
@@ -153,9 +194,13 @@ int lw__queue_release(struct lw_lease *l)
         int64_t deadline_us = l->valid_until_ms * 1000;
         int64_t t = lw__now_us() + (int64_t)l->cfg->command_timeout_ms * 1000;
         deadline_us = deadline_us > t ? deadline_us : t;
-        rc = hold_ms > 0 ? hold_script(l, hold_ms, deadline_us, &r, &replayed)
-                         : lw__queue_release_script(l, &names, deadline_us, &r,
-                                                    &replayed);
+        if (l->permits > 0)
+            rc = sem_release(l, &names, hold_ms, deadline_us, &r, &replayed);
+        else if (hold_ms > 0)
+            rc = hold_script(l, hold_ms, deadline_us, &r, &replayed);
+        else
+            rc =
+                lw__queue_release_script(l, &names, deadline_us, &r, &replayed);
         lw__names_free(&names);
     }
     if (rc == LW_OK && r->type == REDIS_REPLY_INTEGER) {

@@ -29,7 +29,8 @@ static void renew_group(struct lw_lease *const *v, const int *pos, int m,
     static const char *argv[3 * LW_WATCHDOG_BATCH_MAX];
     static size_t lens[3 * LW_WATCHDOG_BATCH_MAX];
     const struct lw_lease *first = v[pos[0]];
-    struct lw_request q = {.script = &lw__script_renew,
+    struct lw_request q = {.script = first->permits > 0 ? &lw__script_sem_renew
+                                                        : &lw__script_renew,
                            .nkeys = m,
                            .nargs = 2 * m,
                            .argv = argv,
@@ -78,6 +79,9 @@ static int by_cfg_then_slot(const void *pa, const void *pb)
 
     if (ca != cb)
         return ca < cb ? -1 : 1;
+    /* Semaphores apart: their renewal is another script. */
+    if ((sort_v[a]->permits > 0) != (sort_v[b]->permits > 0))
+        return sort_v[a]->permits > 0 ? 1 : -1;
     return slot_of[a] - slot_of[b];
 }
 
@@ -99,6 +103,7 @@ void lw__queue_renew(struct lw_lease *const *v, int n, int *results)
     for (int j = 0; j < n;) {
         int k = j + 1;
         while (k < n && v[pos[k]]->cfg == v[pos[j]]->cfg &&
+               (v[pos[k]]->permits > 0) == (v[pos[j]]->permits > 0) &&
                slot_of[pos[k]] == slot_of[pos[j]])
             k++;
         renew_group(v, pos + j, k - j, results);

@@ -60,6 +60,22 @@ static const char fence_lua[] = MINT_LUA "return mint(KEYS[1])\n";
  * is still there when it blocks again (pub/sub would have dropped it).
  */
 
+/* Join (or refresh our place in) the queue, or leave it: the busy half of
+ * the acquire-or-queue scripts.  KEYS[2] queue, KEYS[4] alive key; ARGV[1]
+ * token, ARGV[2] lease ms, ARGV[3] join, ARGV[4] queue ttl ms, ARGV[5]
+ * alive ms; member: "token|lease-ms". */
+#define QUEUE_LUA                                                              \
+    "if ARGV[3] ~= '0' then\n"                                                 \
+    "  local t = redis.call('time')\n"                                         \
+    "  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"                \
+    "  redis.call('zadd', KEYS[2], 'NX', now, member)\n"                       \
+    "  redis.call('pexpire', KEYS[2], ARGV[4])\n"                              \
+    "  redis.call('set', KEYS[4], ARGV[3], 'PX', ARGV[5])\n"                   \
+    "else\n"                                                                   \
+    "  redis.call('zrem', KEYS[2], member)\n"                                  \
+    "  redis.call('del', KEYS[4])\n"                                           \
+    "end\n"
+
 /* Acquire-or-queue, for threads that found the lock busy.
  * KEYS: lock, queue, fence, alive key.  ARGV: token, lease ms, join (1: queue
  * up / refresh, listening on the mailbox; p: the same, polling instead; 0:
@@ -80,20 +96,56 @@ static const char enqueue_lua[] = MINT_LUA
     "  redis.call('zrem', KEYS[2], member)\n"
     "  redis.call('del', KEYS[4])\n"
     "  return {mint(KEYS[3]), redis.call('pttl', KEYS[1])}\n"
-    "end\n"
-    "if ARGV[3] ~= '0' then\n"
-    "  local t = redis.call('time')\n"
-    "  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
-    "  redis.call('zadd', KEYS[2], 'NX', now, member)\n"
-    "  redis.call('pexpire', KEYS[2], ARGV[4])\n"
-    "  redis.call('set', KEYS[4], ARGV[3], 'PX', ARGV[5])\n"
-    "else\n"
-    "  redis.call('zrem', KEYS[2], member)\n"
-    "  redis.call('del', KEYS[4])\n"
-    "end\n"
-    "local ttl = redis.call('pttl', KEYS[1])\n"
+    "end\n" QUEUE_LUA "local ttl = redis.call('pttl', KEYS[1])\n"
     "if ttl < 0 then ttl = 0 end\n"
     "return {-1 - ttl, redis.call('zscore', KEYS[2], member) or ''}\n";
+
+#define POLLERS_SKIPPED "32"
+/* Tell the oldest live waiter that listens (see release_lua): hand it the
+ * lock with the Lua statement grant (tok: its token, lease: its lease ms,
+ * now: the server's clock in microseconds), or wake it after the statement
+ * free; free too when nobody is told.  ARGV[1..5] as release_lua's;
+ * returns 1. */
+#define HANDOFF_LUA(grant, free)                                               \
+    "local function tell(tok, msg)\n"                                          \
+    "  if ARGV[5] ~= '0' then\n"                                               \
+    "    redis.pcall('set', receipt, '1', 'PX', ARGV[5])\n"                    \
+    "  end\n"                                                                  \
+    "  local box = ARGV[4] .. tok .. ':g'\n"                                   \
+    "  redis.pcall('rpush', box, msg)\n"                                       \
+    "  redis.pcall('pexpire', box, ARGV[2])\n"                                 \
+    "end\n"                                                                    \
+    "local n = redis.call('zcard', KEYS[2])\n"                                 \
+    "local i, now = 0\n"                                                       \
+    "while i < n and i < " POLLERS_SKIPPED " do\n"                             \
+    "  local head = redis.call('zrange', KEYS[2], i, i, 'WITHSCORES')\n"       \
+    "  if not now then\n"                                                      \
+    "    local t = redis.call('time')\n"                                       \
+    "    now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"                    \
+    "  end\n"                                                                  \
+    "  local sep = string.find(head[1], '|', 1, true)\n"                       \
+    "  local tok = string.sub(head[1], 1, sep - 1)\n"                          \
+    "  local lease = string.sub(head[1], sep + 1)\n"                           \
+    "  local alive = redis.pcall('get', ARGV[4] .. tok)\n"                     \
+    "  if not alive then\n"                                                    \
+    "    redis.call('zrem', KEYS[2], head[1])\n"                               \
+    "    n = n - 1\n"                                                          \
+    "  elseif alive == 'p' then\n"                                             \
+    "    i = i + 1\n"                                                          \
+    "  elseif type(alive) == 'string' and\n"                                   \
+    "      now - tonumber(head[2]) >= tonumber(ARGV[3]) * 1000 then\n"         \
+    "    redis.call('zrem', KEYS[2], head[1])\n"                               \
+    "    " grant "\n"                                                          \
+    "    local f = mint(KEYS[3])\n"                                            \
+    "    tell(tok, 'g' .. string.format('%d', f) .. ' ' .. head[2])\n"         \
+    "    return 1\n"                                                           \
+    "  else\n"                                                                 \
+    "    " free "\n"                                                           \
+    "    tell(tok, 'w')\n"                                                     \
+    "    return 1\n"                                                           \
+    "  end\n"                                                                  \
+    "end\n" free "\n"                                                          \
+    "return 1\n"
 
 /*
  * Release.  KEYS: lock, queue, fence.  ARGV: token, mailbox ms, hand-off age
@@ -128,7 +180,7 @@ static const char enqueue_lua[] = MINT_LUA
  * token), so such a key may have moved: pcall catches that, and the waiter
  * is only woken, never handed a lock it may not be alive to release.
  */
-#define POLLERS_SKIPPED "32"
+/* clang-format off */
 static const char release_lua[] = MINT_LUA
     "local v = redis.call('get', KEYS[1])\n"
     "local receipt = ARGV[4] .. ARGV[1] .. ':rel'\n"
@@ -137,46 +189,105 @@ static const char release_lua[] = MINT_LUA
     "  if v then return -1 end\n"
     "  return 0\n"
     "end\n"
-    "local function tell(tok, msg)\n"
-    "  if ARGV[5] ~= '0' then\n"
-    "    redis.pcall('set', receipt, '1', 'PX', ARGV[5])\n"
-    "  end\n"
-    "  local box = ARGV[4] .. tok .. ':g'\n"
-    "  redis.pcall('rpush', box, msg)\n"
-    "  redis.pcall('pexpire', box, ARGV[2])\n"
+    HANDOFF_LUA("redis.call('set', KEYS[1], tok, 'PX', lease)",
+                "redis.call('del', KEYS[1])");
+
+/*
+ * A semaphore (permits = N): the key is a sorted set of its holders' tokens,
+ * each scored by the end of its lease (the server's clock, ms), plus one
+ * member "n:<N>" scored +inf that records N, so that a user asking for
+ * another N is told (every user of a key must agree on N).  Holders whose
+ * lease ended are dropped before every count: a holder that died frees its
+ * permit when its lease ends.  The set's TTL is kept at least the longest
+ * lease in it.  Waiting, hand-off and fences are the mutex's.
+ */
+#define SEM_CLOCK_LUA                                                          \
+    "local t = redis.call('time')\n"                                           \
+    "local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n" \
+    "redis.call('zremrangebyscore', KEYS[1], '-inf', now_ms)\n"
+
+/* Keep the set while its longest lease lasts (PEXPIRE ... GT would leave a
+ * key without a TTL as it is). */
+#define SEM_KEEP_LUA                                                           \
+    "local function keep(ms)\n"                                               \
+    "  if redis.call('pttl', KEYS[1]) < ms then\n"                             \
+    "    redis.call('pexpire', KEYS[1], ms)\n"                                 \
+    "  end\n"                                                                  \
     "end\n"
-    "local n = redis.call('zcard', KEYS[2])\n"
-    "local i, now = 0\n"
-    "while i < n and i < " POLLERS_SKIPPED " do\n"
-    "  local head = redis.call('zrange', KEYS[2], i, i, 'WITHSCORES')\n"
-    "  if not now then\n"
-    "    local t = redis.call('time')\n"
-    "    now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
-    "  end\n"
-    "  local sep = string.find(head[1], '|', 1, true)\n"
-    "  local tok = string.sub(head[1], 1, sep - 1)\n"
-    "  local lease = string.sub(head[1], sep + 1)\n"
-    "  local alive = redis.pcall('get', ARGV[4] .. tok)\n"
-    "  if not alive then\n"
-    "    redis.call('zrem', KEYS[2], head[1])\n"
-    "    n = n - 1\n"
-    "  elseif alive == 'p' then\n"
-    "    i = i + 1\n"
-    "  elseif type(alive) == 'string' and\n"
-    "      now - tonumber(head[2]) >= tonumber(ARGV[3]) * 1000 then\n"
-    "    redis.call('zrem', KEYS[2], head[1])\n"
-    "    redis.call('set', KEYS[1], tok, 'PX', lease)\n"
-    "    local f = mint(KEYS[3])\n"
-    "    tell(tok, 'g' .. string.format('%d', f) .. ' ' .. head[2])\n"
-    "    return 1\n"
-    "  else\n"
-    "    redis.call('del', KEYS[1])\n"
-    "    tell(tok, 'w')\n"
-    "    return 1\n"
+
+/* Acquire-or-queue for a semaphore: as enqueue_lua, KEYS and ARGV the same
+ * plus ARGV[6] = N.  {-2, "n:<N>"}: the key is held with another N (or is
+ * not a semaphore: "type:<type>"). */
+static const char sem_enqueue_lua[] = MINT_LUA SEM_KEEP_LUA
+    "local ty = redis.call('type', KEYS[1]).ok\n"
+    "if ty ~= 'none' and ty ~= 'zset' then return {-2, 'type:' .. ty} end\n"
+    SEM_CLOCK_LUA
+    "local member = ARGV[1] .. '|' .. ARGV[2]\n"
+    "local tag = 'n:' .. ARGV[6]\n"
+    "local tags = redis.call('zrangebyscore', KEYS[1], '+inf', '+inf')\n"
+    "local held = redis.call('zcard', KEYS[1]) - #tags\n"
+    "if held > 0 and #tags > 0 and tags[1] ~= tag then\n"
+    "  return {-2, tags[1]}\n"
+    "end\n"
+    "local mine = redis.call('zscore', KEYS[1], ARGV[1])\n"
+    "if mine or held < tonumber(ARGV[6]) then\n"
+    "  local left = tonumber(ARGV[2])\n"
+    "  if mine then left = tonumber(mine) - now_ms\n"
+    "  else redis.call('zadd', KEYS[1], now_ms + left, ARGV[1]) end\n"
+    "  for _, old in ipairs(tags) do redis.call('zrem', KEYS[1], old) end\n"
+    "  redis.call('zadd', KEYS[1], '+inf', tag)\n"
+    "  keep(left)\n"
+    "  redis.call('zrem', KEYS[2], member)\n"
+    "  redis.call('del', KEYS[4])\n"
+    "  return {mint(KEYS[3]), left}\n"
+    "end\n"
+    QUEUE_LUA
+    "local first = redis.call('zrange', KEYS[1], 0, 0, 'WITHSCORES')\n"
+    "local ttl = tonumber(first[2]) - now_ms\n"
+    "return {-1 - ttl, redis.call('zscore', KEYS[2], member) or ''}\n";
+
+/* Release a permit: as release_lua (KEYS, ARGV[1..5], results; no -1: a
+ * permit is nobody else's), plus ARGV[6] hold ms: > 0 keeps the permit
+ * that much longer instead (hold_at_least), nobody told.  A hand-off adds
+ * the waiter to the holders.  The set goes with its last holder. */
+static const char sem_release_lua[] = MINT_LUA SEM_KEEP_LUA SEM_CLOCK_LUA
+    "local receipt = ARGV[4] .. ARGV[1] .. ':rel'\n"
+    "if not redis.call('zscore', KEYS[1], ARGV[1]) then\n"
+    "  if redis.pcall('exists', receipt) == 1 then return 2 end\n"
+    "  return 0\n"
+    "end\n"
+    "if tonumber(ARGV[6]) > 0 then\n"
+    "  redis.call('zadd', KEYS[1], 'XX', now_ms + tonumber(ARGV[6]), ARGV[1])\n"
+    "  keep(tonumber(ARGV[6]))\n"
+    "  return 1\n"
+    "end\n"
+    "redis.call('zrem', KEYS[1], ARGV[1])\n"
+    HANDOFF_LUA("redis.call('zadd', KEYS[1], math.floor(now / 1000) + "
+                "tonumber(lease), tok) keep(tonumber(lease))",
+                "if redis.call('zcount', KEYS[1], '-inf', '(+inf') == 0 then "
+                "redis.call('del', KEYS[1]) end");
+
+/* Renew a batch of permits: as renew_lua (KEYS: the semaphores; ARGV:
+ * tokens, then lease ms), each still ours only while its lease runs. */
+static const char sem_renew_lua[] = SEM_KEEP_LUA
+    "local n = #KEYS\n"
+    "local out = {}\n"
+    "local t = redis.call('time')\n"
+    "local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "for i = 1, n do\n"
+    "  local s = redis.call('zscore', KEYS[i], ARGV[i])\n"
+    "  out[i] = 0\n"
+    "  if s and tonumber(s) > now_ms then\n"
+    "    local ms = tonumber(ARGV[n + i])\n"
+    "    redis.call('zadd', KEYS[i], 'XX', now_ms + ms, ARGV[i])\n"
+    "    if redis.call('pttl', KEYS[i]) < ms then\n"
+    "      redis.call('pexpire', KEYS[i], ms)\n"
+    "    end\n"
+    "    out[i] = 1\n"
     "  end\n"
     "end\n"
-    "redis.call('del', KEYS[1])\n"
-    "return 1\n";
+    "return out\n";
+/* clang-format on */
 
 /* One lock key alone: compare the token, then renew (ARGV[2], lease ms) or
  * delete (no ARGV[2]).  KEYS: lock.  ARGV: token [, lease ms].  1 done, 0
@@ -197,3 +308,6 @@ struct lw_script lw__script_release = LW_SCRIPT_INIT(release_lua);
 struct lw_script lw__script_enqueue = LW_SCRIPT_INIT(enqueue_lua);
 struct lw_script lw__script_onekey = LW_SCRIPT_INIT(onekey_lua);
 struct lw_script lw__script_fence = LW_SCRIPT_INIT(fence_lua);
+struct lw_script lw__script_sem_enqueue = LW_SCRIPT_INIT(sem_enqueue_lua);
+struct lw_script lw__script_sem_release = LW_SCRIPT_INIT(sem_release_lua);
+struct lw_script lw__script_sem_renew = LW_SCRIPT_INIT(sem_renew_lua);

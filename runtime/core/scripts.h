@@ -10,5 +10,9 @@ extern struct lw_script lw__script_release; /* delete and hand off */
 extern struct lw_script lw__script_enqueue; /* take, or queue for, a lock */
 extern struct lw_script lw__script_onekey;  /* renew or delete one key */
 extern struct lw_script lw__script_fence;   /* mint from a lost counter */
+/* The same for a semaphore (permits = N): a sorted set of leased permits. */
+extern struct lw_script lw__script_sem_enqueue;
+extern struct lw_script lw__script_sem_release;
+extern struct lw_script lw__script_sem_renew;
 
 #endif

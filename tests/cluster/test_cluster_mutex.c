@@ -99,7 +99,10 @@ static void held_at_least(void)
     const char *key = "lock:job:{nightly}";
     const char *argv[] = {"PTTL", key};
     size_t lens[] = {4, strlen(key)};
-    lw_lock_opts o = {10000, 0, -1, 0, 3000};
+    lw_lock_opts o = {.expire_ms = 10000,
+                      .wait_ms = 0,
+                      .max_renew = -1,
+                      .hold_at_least_ms = 3000};
     lw_guard g;
     redisReply *r;
 
@@ -117,7 +120,7 @@ static void held_at_least(void)
 /* Several keys as one lock, in different slots (different masters). */
 static void several_slots(void)
 {
-    lw_lock_opts o = {10000, 1000, -1, 0, 0};
+    lw_lock_opts o = {.expire_ms = 10000, .wait_ms = 1000, .max_renew = -1};
     lw_guard ga, gb, *g[2] = {&gb, &ga};
     const char *ka = "lock:acct:{a}", *kb = "lock:acct:{b}";
 
@@ -139,6 +142,49 @@ static void several_slots(void)
         freeReplyObject(r);
     }
     CHECK_RC(lw_guard_leave_all(g, 2), LW_OK);
+}
+
+static pthread_barrier_t sem_in, sem_out;
+
+static void *sem_holder(void *arg)
+{
+    lw_lock_opts o = {.expire_ms = 10000, .wait_ms = 0, .permits = 2};
+    lw_guard g;
+
+    (void)arg;
+    CHECK_RC(lw_lock(&g, "api:{t}", 7, &o), LW_OK);
+    pthread_barrier_wait(&sem_in);
+    pthread_barrier_wait(&sem_out);
+    CHECK_RC(lw_guard_leave(&g), LW_OK);
+    return NULL;
+}
+
+/* A semaphore in a cluster: two holders at once (each in its own thread),
+ * a third refused, every permit on the key's master. */
+static void semaphore(void)
+{
+    const char *key = "lock:api:{t}";
+    const char *argv[] = {"ZCOUNT", key, "-inf", "(+inf"};
+    size_t lens[] = {6, strlen(key), 4, 5};
+    lw_lock_opts o = {.expire_ms = 10000, .wait_ms = 0, .permits = 2};
+    pthread_t t[2];
+    lw_guard g;
+    redisReply *r;
+
+    pthread_barrier_init(&sem_in, NULL, 3);
+    pthread_barrier_init(&sem_out, NULL, 3);
+    for (int i = 0; i < 2; i++)
+        CHECK(pthread_create(&t[i], NULL, sem_holder, NULL) == 0);
+    pthread_barrier_wait(&sem_in);
+    r = rh_cluster_cmd_argv(&cl, lw__key_slot(key, lens[1]), 4, argv, lens);
+    CHECK(r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 2);
+    freeReplyObject(r);
+    CHECK_RC(lw_lock(&g, "api:{t}", 7, &o), LW_ETIMEOUT);
+    pthread_barrier_wait(&sem_out);
+    for (int i = 0; i < 2; i++)
+        CHECK(pthread_join(t[i], NULL) == 0);
+    pthread_barrier_destroy(&sem_in);
+    pthread_barrier_destroy(&sem_out);
 }
 
 int main(void)
@@ -215,6 +261,7 @@ int main(void)
     }
     held_at_least();
     several_slots();
+    semaphore();
     lw_shutdown();
     rh_cluster_stop(&cl);
     return 0;

@@ -58,7 +58,7 @@ static int await(long long (*fn)(void), long long want, const char *what)
 /* The child: queue for k, and report how its call went. */
 static void child(int out)
 {
-    lw_lock_opts o = {1000, 30000, -1, 0, 0u};
+    lw_lock_opts o = {.expire_ms = 1000, .wait_ms = 30000, .max_renew = -1};
     lw_guard g;
     char line[160];
     int rc = lw_lock(&g, "k", 1, &o);
@@ -73,7 +73,7 @@ static void child(int out)
 
 int main(void)
 {
-    lw_lock_opts o = {1000, 30000, -1, 0, 0u};
+    lw_lock_opts o = {.expire_ms = 1000, .wait_ms = 30000, .max_renew = -1};
     lw_guard g;
     char line[160] = "";
     int p[2], st, rc, bug = 0, crc = -99, held = 0, left = 0;

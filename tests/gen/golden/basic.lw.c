@@ -36,7 +36,7 @@ int deduct(int64_t stock_id, int qty)
 /* deduct(): REDIS_LOCK("stock:{stock_id}", 10s, 5s) */
 int deduct(int64_t stock_id, int qty)
 {
-    static const lw_lock_opts lw__o = {10000u, 5000u, -1, 0u, 0u};
+    static const lw_lock_opts lw__o = {.expire_ms = 10000u, .wait_ms = 5000u, .max_renew = -1};
     lw_guard lw__g;
     lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "stock:", 6);

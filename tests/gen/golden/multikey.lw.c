@@ -33,8 +33,8 @@ int transfer(int from, int to, int64_t cents)
 /* transfer(): REDIS_LOCK("acct:{from}", 10s, 5s) REDIS_LOCK("acct:{to}", 10s, 5s, on_fail = -1, skip_if = cents == 0) */
 int transfer(int from, int to, int64_t cents)
 {
-    static const lw_lock_opts lw__o0 = {10000u, 5000u, -1, 0u, 0u};
-    static const lw_lock_opts lw__o1 = {10000u, 5000u, -1, 0u, 0u};
+    static const lw_lock_opts lw__o0 = {.expire_ms = 10000u, .wait_ms = 5000u, .max_renew = -1};
+    static const lw_lock_opts lw__o1 = {.expire_ms = 10000u, .wait_ms = 5000u, .max_renew = -1};
     lw_guard lw__g0, lw__g1;
     enum { lw__n = 2 };
     lw_guard *lw__gs[lw__n] = {&lw__g0, &lw__g1};

@@ -31,7 +31,7 @@ void nightly(void)
 /* nightly(): REDIS_LOCK("job:nightly", 10m, 0, hold_at_least = 5m, max_renew = 3) */
 void nightly(void)
 {
-    static const lw_lock_opts lw__o = {600000u, 0u, 3, 0u, 300000u};
+    static const lw_lock_opts lw__o = {.expire_ms = 600000u, .wait_ms = 0u, .max_renew = 3, .hold_at_least_ms = 300000u};
     lw_guard lw__g;
     lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "job:nightly", 11);

@@ -139,7 +139,7 @@ int use_all(void)
 /* mkpoint(): REDIS_LOCK("pt:{x}", 1s, 0) */
 static point mkpoint(int x, int y)
 {
-    static const lw_lock_opts lw__o = {1000u, 0u, -1, 0u, 0u};
+    static const lw_lock_opts lw__o = {.expire_ms = 1000u, .wait_ms = 0u, .max_renew = -1};
     lw_guard lw__g;
     lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "pt:", 3);
@@ -156,7 +156,7 @@ static point mkpoint(int x, int y)
 /* mode_of(): REDIS_LOCK("m:{m}:{b}", 1500ms, 250ms, max_renew = 4) */
 static inline int mode_of(enum mode m, _Bool b)
 {
-    static const lw_lock_opts lw__o = {1500u, 250u, 4, 0u, 0u};
+    static const lw_lock_opts lw__o = {.expire_ms = 1500u, .wait_ms = 250u, .max_renew = 4};
     lw_guard lw__g;
     lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "m:", 2);
@@ -175,7 +175,7 @@ static inline int mode_of(enum mode m, _Bool b)
 /* owner_of(): REDIS_LOCK("req:{r->id}/{r->name}/{r->owner}", 2m, 0, on_fail = ((void*)0)) */
 const char *owner_of(const struct req *restrict r, char *restrict scratch)
 {
-    static const lw_lock_opts lw__o = {120000u, 0u, -1, 0u, 0u};
+    static const lw_lock_opts lw__o = {.expire_ms = 120000u, .wait_ms = 0u, .max_renew = -1};
     lw_guard lw__g;
     lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "req:", 4);
@@ -200,7 +200,7 @@ const char *owner_of(const struct req *restrict r, char *restrict scratch)
 /* apply(): REDIS_LOCK("\"quoted\"?{{}}\t\xc3\xa9:{n}", 1s, 0) */
 int (*apply(size_t n, const int vals[4], int (*f)(int)))(int)
 {
-    static const lw_lock_opts lw__o = {1000u, 0u, -1, 0u, 0u};
+    static const lw_lock_opts lw__o = {.expire_ms = 1000u, .wait_ms = 0u, .max_renew = -1};
     lw_guard lw__g;
     lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "\"quoted\"\?{}\011\303\251:", 15);
@@ -217,7 +217,7 @@ int (*apply(size_t n, const int vals[4], int (*f)(int)))(int)
 /* run_job(): REDIS_LOCK("job:{job}", 30s, 1s, skip_if = done[job % 16]) */
 void run_job(unsigned int job, int unused)
 {
-    static const lw_lock_opts lw__o = {30000u, 1000u, -1, 0u, 0u};
+    static const lw_lock_opts lw__o = {.expire_ms = 30000u, .wait_ms = 1000u, .max_renew = -1};
     lw_guard lw__g;
     if (
 #line 49 "@CASES@/signatures.c"
@@ -250,7 +250,7 @@ done[job % 16]
 /* twice(): REDIS_LOCK("twice:{v}", 1s, 0) */
 inline long twice(long v)
 {
-    const lw_lock_opts lw__o = {1000u, 0u, -1, 0u, 0u};
+    const lw_lock_opts lw__o = {.expire_ms = 1000u, .wait_ms = 0u, .max_renew = -1};
     lw_guard lw__g;
     lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "twice:", 6);
@@ -267,7 +267,7 @@ inline long twice(long v)
 /* exported(): REDIS_LOCK("exp:{id}", 1s, 0) */
 __attribute__((visibility("default"))) int exported(int id)
 {
-    static const lw_lock_opts lw__o = {1000u, 0u, -1, 0u, 0u};
+    static const lw_lock_opts lw__o = {.expire_ms = 1000u, .wait_ms = 0u, .max_renew = -1};
     lw_guard lw__g;
     lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "exp:", 4);
