@@ -304,7 +304,6 @@ cleanup:
     return rc;
 }
 
-enum { OPT_MAX_RENEW, OPT_ON_FAIL, OPT_SKIP_IF, OPT_HOLD, OPT_PERMITS, NOPTS };
 /* val as a decimal integer (C suffixes u and l allowed) in [0, max], or
  * -1. */
 static long long whole_number(const char *val, long long max)
@@ -319,8 +318,17 @@ static long long whole_number(const char *val, long long max)
     return v;
 }
 
+enum {
+    OPT_MAX_RENEW,
+    OPT_ON_FAIL,
+    OPT_SKIP_IF,
+    OPT_HOLD,
+    OPT_PERMITS,
+    OPT_MODE,
+    NOPTS
+};
 static const char *const option_names[NOPTS] = {
-    "max_renew", "on_fail", "skip_if", "hold_at_least", "permits"};
+    "max_renew", "on_fail", "skip_if", "hold_at_least", "permits", "mode"};
 
 int annot_parse(lw_annot *a)
 {
@@ -328,7 +336,7 @@ int annot_parse(lw_annot *a)
     size_t n = strlen(s);
     span sp[MAXARGS];
     int errs = diag_errors();
-    int seen[NOPTS] = {-1, -1, -1, -1, -1};
+    int seen[NOPTS] = {-1, -1, -1, -1, -1, -1};
 
     a->max_renew = -1;
     int cnt = split_args(s, n, 0, 0, sp, MAXARGS, NULL);
@@ -389,7 +397,7 @@ int annot_parse(lw_annot *a)
         if (which < 0) {
             diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, i),
                  "unknown REDIS_LOCK option '%.*s' (known: max_renew, on_fail, "
-                 "skip_if, hold_at_least, permits)",
+                 "skip_if, hold_at_least, permits, mode)",
                  (int)nlen, o);
             continue;
         }
@@ -420,6 +428,13 @@ int annot_parse(lw_annot *a)
             else
                 a->max_renew = (int32_t)v;
             free(val);
+        } else if (which == OPT_MODE) {
+            if (strcmp(val, "read") == 0 || strcmp(val, "write") == 0)
+                a->read = val[0] == 'r';
+            else
+                diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, i),
+                     "mode must be read or write, not '%s'", val);
+            free(val);
         } else if (which == OPT_PERMITS) {
             long long v = whole_number(val, LW_PERMITS_MAX);
             if (v < 1)
@@ -438,6 +453,10 @@ int annot_parse(lw_annot *a)
             a->skip_if_off = annot_arg_off(a, i);
         }
     }
+    if (a->read && seen[OPT_PERMITS] >= 0)
+        diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, seen[OPT_PERMITS]),
+             "permits cannot be given with mode = read: a semaphore's "
+             "holders are all alike");
     /* The hold is kept by the key's TTL: it cannot outlast the lease. */
     if (seen[OPT_HOLD] >= 0 && a->hold_ms > a->expire_ms && a->expire_ms > 0)
         diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, seen[OPT_HOLD]),

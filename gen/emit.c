@@ -168,6 +168,8 @@ static void put_locks(lw_buf *wr, const lw_func *f, const char *retstmt)
             buf_printf(wr, ", .hold_at_least_ms = %uu", l->hold_ms);
         if (l->permits)
             buf_printf(wr, ", .permits = %uu", l->permits);
+        if (l->read)
+            buf_puts(wr, ", .flags = LW_LOCK_READ");
         buf_puts(wr, "};\n");
     }
     buf_puts(wr, "    lw_guard ");

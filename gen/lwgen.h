@@ -102,6 +102,7 @@ typedef struct lw_annot {
     int32_t max_renew;
     uint32_t hold_ms; /* hold_at_least; 0: none */
     uint32_t permits; /* a semaphore's; 0: a mutex */
+    int read;         /* mode = read */
     char *on_fail, *skip_if;
     size_t on_fail_off, skip_if_off; /* where they are written, in src */
     int has_on_fail;

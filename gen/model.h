@@ -61,6 +61,7 @@ typedef struct lw_lockspec {
     int32_t max_renew;
     uint32_t hold_ms;
     uint32_t permits;
+    int read; /* mode = read */
 } lw_lockspec;
 
 /* One annotated definition of the file being woven. */

@@ -492,6 +492,7 @@ static int model_func(walk *w, CXCursor def, const lw_annot *as, int na,
         l->max_renew = as[i].max_renew;
         l->hold_ms = as[i].hold_ms;
         l->permits = as[i].permits;
+        l->read = as[i].read;
     }
     if (onf)
         expr_set(&f->on_fail, onf, onf->on_fail, onf->on_fail_off);

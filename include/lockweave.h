@@ -240,7 +240,7 @@ typedef struct lw_lock_opts {
     uint32_t expire_ms; /* lease (Redis TTL); > 0 */
     uint32_t wait_ms;   /* how long to wait for a busy lock; 0: try once */
     int32_t max_renew;  /* watchdog renewals at most; < 0: unlimited */
-    uint32_t flags;     /* 0 (reserved) */
+    uint32_t flags;     /* 0 (a write lock), or LW_LOCK_READ */
     uint32_t hold_at_least_ms; /* > 0: released early, the key stays locked
                                   until this long after acquisition (at
                                   most expire_ms); 0: released at once */
@@ -248,6 +248,11 @@ typedef struct lw_lock_opts {
                                   (1..65535; every user of the key must agree, else
                                   LW_EINVAL); 0: a mutex */
 } lw_lock_opts;
+
+/* lw_lock_opts.flags: a read lock, shared with other readers; writers (the
+ * default) exclude everyone.  A writer queued is not overtaken by readers
+ * that come after it. */
+#define LW_LOCK_READ 0x1u
 
 /* The most permits a semaphore may have (lw_lock_opts.permits). */
 #define LW_PERMITS_MAX 65535

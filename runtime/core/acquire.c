@@ -185,7 +185,8 @@ static int try_free(struct attempt *a, int64_t *ttl_ms)
     redisReply *r[2];
     int replayed, rc;
 
-    if (a->l->permits > 0) /* a semaphore: one script takes a permit */
+    /* A semaphore or a read lock: one script takes it. */
+    if (a->l->permits > 0 || a->l->reader)
         return enqueue(a, JOIN_LEAVE, ttl_ms);
     *ttl_ms = 0; /* not asked: the queue script tells */
     rc = lw__send(&a->to, &(struct lw_request){.cmds = a->cmds, .ncmds = 2},
@@ -226,44 +227,41 @@ static int64_t next_sleep_us(const struct attempt *a, int mailbox,
 static int enqueue(struct attempt *a, const char *join, int64_t *ttl_ms)
 {
     struct lw_lease *l = a->l;
+    const struct lw_names *n = a->names;
     char qttl[24];
-    const char *argv[] = {l->key,
-                          a->names->queue,
-                          a->names->fence,
-                          a->alive,
-                          l->token,
-                          l->expire_str,
-                          join,
-                          qttl,
-                          LW_WAITER_KEYS_MS,
-                          l->permits_str};
-    size_t lens[] = {l->keylen,
-                     a->names->queuelen,
-                     a->names->fencelen,
-                     a->alivelen,
-                     (size_t)l->toklen,
-                     (size_t)l->expire_len,
-                     1,
-                     0,
-                     sizeof LW_WAITER_KEYS_MS - 1,
-                     (size_t)l->permits_len};
-    int sem = l->permits > 0;
+    const char *argv[11];
+    size_t lens[11];
+    int sem = l->permits > 0, nkeys, nargs = 0, replayed, rc;
+    struct lw_script *script = sem         ? &lw__script_sem_enqueue
+                               : l->reader ? &lw__script_rw_enqueue
+                                           : &lw__script_enqueue;
     redisReply *r;
-    int replayed, rc;
 
     if (alive_init(a) != LW_OK)
         return LW_ENOMEM;
-    argv[3] = a->alive;
-    lens[3] = a->alivelen;
     /* The queue outlives every member's wait and lease. */
-    lens[7] = (size_t)snprintf(qttl, sizeof qttl, "%llu",
-                               (unsigned long long)a->opts->wait_ms +
-                                   l->expire_ms + 1000);
+    snprintf(qttl, sizeof qttl, "%llu",
+             (unsigned long long)a->opts->wait_ms + l->expire_ms + 1000);
+#define ARG(p, len) (argv[nargs] = (p), lens[nargs++] = (len))
+    ARG(l->key, l->keylen);
+    ARG(n->queue, n->queuelen);
+    ARG(n->fence, n->fencelen);
+    ARG(a->alive, a->alivelen);
+    if (l->reader)
+        ARG(n->readers, n->readerslen);
+    nkeys = nargs;
+    ARG(l->token, (size_t)l->toklen);
+    ARG(l->expire_str, (size_t)l->expire_len);
+    ARG(join, 1);
+    ARG(qttl, strlen(qttl));
+    ARG(LW_WAITER_KEYS_MS, sizeof LW_WAITER_KEYS_MS - 1);
+    if (sem)
+        ARG(l->permits_str, (size_t)l->permits_len);
+#undef ARG
     rc = lw__send(&a->to,
-                  &(struct lw_request){.script = sem ? &lw__script_sem_enqueue
-                                                     : &lw__script_enqueue,
-                                       .nkeys = 4,
-                                       .nargs = sem ? 6 : 5,
+                  &(struct lw_request){.script = script,
+                                       .nkeys = nkeys,
+                                       .nargs = nargs - nkeys,
                                        .argv = argv,
                                        .lens = lens},
                   route_deadline(a), &r, &replayed);
@@ -278,16 +276,16 @@ static int enqueue(struct attempt *a, const char *join, int64_t *ttl_ms)
         a->valid_ms =
             r->element[1]->integer > 0 ? r->element[1]->integer : l->expire_ms;
         rc = LW_OK;
-    } else if (sem && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-               r->element[0]->type == REDIS_REPLY_INTEGER &&
+    } else if ((sem || l->reader) && r->type == REDIS_REPLY_ARRAY &&
+               r->elements == 2 && r->element[0]->type == REDIS_REPLY_INTEGER &&
                r->element[0]->integer == -2 &&
                r->element[1]->type == REDIS_REPLY_STRING) {
         /* "n:<N>" or "type:<type>" (the logger escapes it). */
         lw__log(LW_LOG_ERROR,
-                "lock %.*s: asked for as a semaphore of %s permits, but "
-                "Redis holds it as %.*s",
-                (int)l->keylen, l->key, l->permits_str, (int)r->element[1]->len,
-                r->element[1]->str);
+                "lock %.*s: asked for as %s%s%s, but Redis holds it as %.*s",
+                (int)l->keylen, l->key, sem ? "a semaphore of " : "a read lock",
+                sem ? l->permits_str : "", sem ? " permits" : "",
+                (int)r->element[1]->len, r->element[1]->str);
         rc = LW_EINVAL;
     } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
                r->element[0]->type == REDIS_REPLY_INTEGER &&

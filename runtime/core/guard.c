@@ -97,7 +97,9 @@ static int check(const struct lw_gimpl *g)
         return g->status;
     if (g->keylen == g->key_start || g->opts.expire_ms == 0 ||
         g->opts.hold_at_least_ms > g->opts.expire_ms ||
-        g->opts.permits > LW_PERMITS_MAX)
+        g->opts.permits > LW_PERMITS_MAX ||
+        (g->opts.flags & ~LW_LOCK_READ) != 0 ||
+        ((g->opts.flags & LW_LOCK_READ) && g->opts.permits > 0))
         return LW_EINVAL; /* empty key, a lease of no time, or a hold the
                              lease cannot cover */
     return LW_OK;
@@ -176,7 +178,13 @@ int lw_guard_enter(lw_guard *gu)
     if (g->state != LW_G_INIT)
         return t->last_error = LW_EINVAL;
     rc = check(g);
-    if (rc == LW_OK && (o = find_owner(t, g)) != NULL) {
+    o = rc == LW_OK ? find_owner(t, g) : NULL;
+    /* A writer may read what it holds; a reader asking to write would wait
+     * for itself (other readers may hold it too): refused, not deadlocked. */
+    if (o != NULL && (o->opts.flags & LW_LOCK_READ) &&
+        !(g->opts.flags & LW_LOCK_READ)) {
+        rc = LW_EINVAL;
+    } else if (o != NULL) {
         g->state = LW_G_REENTERED;
         g->owner = o;
         g->fork_gen = o->fork_gen;

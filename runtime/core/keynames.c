@@ -29,9 +29,10 @@
 
 #include "topology/slot.h"
 
-static const char *const suffixes[] = {":q", ":w:"};
-static const size_t suffix_lens[] = {2, 3};
-#define SUFFIXES_LEN (2 + 3)
+static const char *const suffixes[] = {":q", ":w:", ":r"};
+static const size_t suffix_lens[] = {2, 3, 2};
+#define NSUFFIXES    3
+#define SUFFIXES_LEN (2 + 3 + 2)
 
 #define SERVER_TAG   "lockweave"
 #define FENCE_SUFFIX "fences"
@@ -94,8 +95,8 @@ static size_t slot_tag(int slot, char *buf)
 int lw__names_init(struct lw_names *n, const char *key, size_t len,
                    size_t prefix_len, int per_slot)
 {
-    const char **out[] = {&n->queue, &n->alive};
-    size_t *outlen[] = {&n->queuelen, &n->alivelen};
+    const char **out[] = {&n->queue, &n->alive, &n->readers};
+    size_t *outlen[] = {&n->queuelen, &n->alivelen, &n->readerslen};
     size_t start, taglen, restlen = len, need, base, fencetag;
     const char *tag, *rest = key;
     char tagbuf[8], fencebuf[8], *p, *head;
@@ -117,7 +118,7 @@ int lw__names_init(struct lw_names *n, const char *key, size_t len,
     }
     base = taglen + 2 + restlen;
     n->fencelen = fencetag + 2 + prefix_len + sizeof FENCE_SUFFIX - 1;
-    need = n->fencelen + 2 * base + SUFFIXES_LEN;
+    need = n->fencelen + NSUFFIXES * base + SUFFIXES_LEN;
     n->heap = need > sizeof n->buf ? malloc(need) : NULL;
     if (need > sizeof n->buf && n->heap == NULL)
         return LW_ENOMEM;
@@ -141,7 +142,7 @@ int lw__names_init(struct lw_names *n, const char *key, size_t len,
     p[1 + taglen] = '}';
     if (restlen != 0)
         memcpy(p + 2 + taglen, rest, restlen);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < NSUFFIXES; i++) {
         if (i > 0)
             memcpy(p, head, base);
         memcpy(p + base, suffixes[i], suffix_lens[i]);
@@ -217,7 +218,8 @@ int lw__names_companion(const char *name, size_t len, const char *prefix,
     /* "{T}R" then ":q", or ":w:" and a token (32 hex digits, ':', a hex
      * sequence), alone (alive key) or with ":g" (mailbox) or ":rel"
      * (receipt). */
-    head = strip(name, len, ":q");
+    if ((head = strip(name, len, ":q")) == 0)
+        head = strip(name, len, ":r");
     if (head == 0) {
         if ((t = strip(name, len, ":g")) == 0 &&
             (t = strip(name, len, ":rel")) == 0)

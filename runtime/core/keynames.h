@@ -19,15 +19,16 @@
 
 /*
  * The Redis names that go with one lock key K: the fence counter it draws
- * from, its waiter queue, and the prefix of its waiters' alive keys (and,
+ * from, its waiter queue, the set of its readers (mode = read), and the
+ * prefix of its waiters' alive keys (and,
  * after a waiter's alive key, ":g" names its mailbox, ":rel" a release's
  * receipt).  All sit in K's Redis Cluster slot (layout in keynames.c), so
  * one script may touch them all, and none can be the lock key of another
  * user key.  Not NUL-terminated: use the lengths.
  */
 struct lw_names {
-    const char *fence, *queue, *alive;
-    size_t fencelen, queuelen, alivelen;
+    const char *fence, *queue, *alive, *readers;
+    size_t fencelen, queuelen, alivelen, readerslen;
     char *heap; /* set when the inline buffer was too small */
     char buf[LW_NAMES_INLINE];
 };

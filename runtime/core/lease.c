@@ -24,6 +24,7 @@ void lw__lease_init(struct lw_lease *l, const struct lw_backend *be,
     l->renews_left = opts->max_renew;
     l->hold_ms = opts->hold_at_least_ms;
     l->permits = opts->permits;
+    l->reader = (opts->flags & LW_LOCK_READ) != 0;
     l->permits_len = snprintf(l->permits_str, sizeof l->permits_str, "%u",
                               opts->permits % 100000);
     l->hold_until_ms = 0;

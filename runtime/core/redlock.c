@@ -198,12 +198,14 @@ int lw__redlock_acquire(struct lw_lease *l, const lw_lock_opts *opts,
     /* Permits voted on by independent masters are not bounded by N: a
      * holder needs a majority, not every master, so with 3 masters and
      * N = 2, three holders can each win a different 2 while no master
-     * counts more than 2.  Not offered rather than unsafe. */
-    if (opts->permits > 0) {
+     * counts more than 2.  Not offered rather than unsafe; nor are read
+     * locks, whose readers' sets would need the same vote. */
+    if (opts->permits > 0 || (opts->flags & LW_LOCK_READ)) {
         lw__log(LW_LOG_ERROR,
-                "lock %.*s: semaphores (permits = %u) need one Redis server "
-                "or a Redis Cluster, not independent masters (Redlock)",
-                (int)l->keylen, l->key, (unsigned)opts->permits);
+                "lock %.*s: %s need one Redis server or a Redis Cluster, "
+                "not independent masters (Redlock)",
+                (int)l->keylen, l->key,
+                opts->permits > 0 ? "semaphores" : "read locks");
         return LW_ECONFIG;
     }
     rc = lw__masters_get(l->cfg, &m);

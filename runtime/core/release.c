@@ -129,50 +129,57 @@ static int hold_script(const struct lw_lease *l, int64_t hold_ms,
     return rc;
 }
 
-/* A semaphore's permit: given back (hold_ms 0, the next waiter told) or
- * kept hold_ms longer (the rest of a minimum hold). */
-static int sem_release(const struct lw_lease *l, const struct lw_names *n,
-                       int64_t hold_ms, int64_t deadline_us, redisReply **r,
-                       int *replayed)
+/* A semaphore's permit or a read lock: given back (hold_ms 0, the next
+ * waiter told) or kept hold_ms longer (the rest of a minimum hold). */
+static int shared_release(const struct lw_lease *l, const struct lw_names *n,
+                          int64_t hold_ms, int64_t deadline_us, redisReply **r,
+                          int *replayed)
 {
     const struct lw_settings *s = l->cfg;
     char handoff[16], receipt[16], hold[24];
-    const char *argv[] = {l->key,   n->queue,          n->fence,
-                          l->token, LW_WAITER_KEYS_MS, handoff,
-                          n->alive, receipt,           hold};
-    size_t lens[] = {l->keylen,
-                     n->queuelen,
-                     n->fencelen,
-                     (size_t)l->toklen,
-                     sizeof LW_WAITER_KEYS_MS - 1,
-                     0,
-                     n->alivelen,
-                     0,
-                     0};
-    struct lw_request q = {.script = &lw__script_sem_release,
-                           .nkeys = 3,
-                           .nargs = 6,
-                           .argv = argv,
-                           .lens = lens};
+    const char *argv[10];
+    size_t lens[10];
+    int nargs = 0, nkeys;
     struct lw_target to;
     int rc;
 
-    lens[5] = (size_t)snprintf(handoff, sizeof handoff, "%d", s->handoff_ms);
-    lens[7] =
-        (size_t)snprintf(receipt, sizeof receipt, "%d",
-                         2 * (s->connect_timeout_ms + s->command_timeout_ms));
-    lens[8] = (size_t)snprintf(hold, sizeof hold, "%lld", (long long)hold_ms);
+    snprintf(handoff, sizeof handoff, "%d", s->handoff_ms);
+    snprintf(receipt, sizeof receipt, "%d",
+             2 * (s->connect_timeout_ms + s->command_timeout_ms));
+    snprintf(hold, sizeof hold, "%lld", (long long)hold_ms);
+#define ARG(p, len) (argv[nargs] = (p), lens[nargs++] = (len))
+    ARG(l->key, l->keylen);
+    ARG(n->queue, n->queuelen);
+    ARG(n->fence, n->fencelen);
+    if (l->reader)
+        ARG(n->readers, n->readerslen);
+    nkeys = nargs;
+    ARG(l->token, (size_t)l->toklen);
+    ARG(LW_WAITER_KEYS_MS, sizeof LW_WAITER_KEYS_MS - 1);
+    ARG(handoff, strlen(handoff));
+    ARG(n->alive, n->alivelen);
+    ARG(receipt, strlen(receipt));
+    ARG(hold, strlen(hold));
+#undef ARG
     rc = lw__target_for(&to, s, l->key, l->keylen);
     if (rc == LW_OK)
-        rc = lw__send(&to, &q, deadline_us, r, replayed);
+        rc = lw__send(
+            &to,
+            &(struct lw_request){.script = l->reader ? &lw__script_rw_release
+                                                     : &lw__script_sem_release,
+                                 .nkeys = nkeys,
+                                 .nargs = nargs - nkeys,
+                                 .argv = argv,
+                                 .lens = lens},
+            deadline_us, r, replayed);
     return rc;
 }
 
 int lw__queue_release_script(const struct lw_lease *l, const struct lw_names *n,
                              int64_t deadline_us, redisReply **r, int *replayed)
 {
-    if (l->permits > 0)
-        return sem_release(l, n, 0, deadline_us, r, replayed);
+    if (l->permits > 0 || l->reader)
+        return shared_release(l, n, 0, deadline_us, r, replayed);
     return lw__release_send(l->cfg, l->key, l->keylen, l->token,
                             (size_t)l->toklen, n, 0, deadline_us, r, replayed);
 }
@@ -194,8 +201,8 @@ int lw__queue_release(struct lw_lease *l)
         int64_t deadline_us = l->valid_until_ms * 1000;
         int64_t t = lw__now_us() + (int64_t)l->cfg->command_timeout_ms * 1000;
         deadline_us = deadline_us > t ? deadline_us : t;
-        if (l->permits > 0)
-            rc = sem_release(l, &names, hold_ms, deadline_us, &r, &replayed);
+        if (l->permits > 0 || l->reader)
+            rc = shared_release(l, &names, hold_ms, deadline_us, &r, &replayed);
         else if (hold_ms > 0)
             rc = hold_script(l, hold_ms, deadline_us, &r, &replayed);
         else

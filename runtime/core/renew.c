@@ -8,6 +8,7 @@
 #include "base/clock.h"
 #include "base/config.h"
 #include "base/result.h"
+#include "core/keynames.h"
 #include "core/queue.h"
 #include "core/scripts.h"
 #include "core/send.h"
@@ -72,14 +73,52 @@ static void renew_group(struct lw_lease *const *v, const int *pos, int m,
     freeReplyObject(r);
 }
 
+/* A read lock, alone: its readers' set is a second key.  LW_OK, LW_ELOST,
+ * or LW_EREDIS when no usable answer came. */
+static int renew_reader(const struct lw_lease *l)
+{
+    struct lw_names n;
+    struct lw_target to;
+    redisReply *r = NULL;
+    int replayed, rc;
+
+    rc = lw__names_init(&n, l->key, l->keylen, l->prefix_len,
+                        l->cfg->ep.topology == LW_TOPO_CLUSTER);
+    if (rc != LW_OK)
+        return rc;
+    const char *argv[] = {l->key, n.readers, l->token, l->expire_str};
+    size_t lens[] = {l->keylen, n.readerslen, (size_t)l->toklen,
+                     (size_t)l->expire_len};
+    rc = lw__target_for(&to, l->cfg, l->key, l->keylen);
+    if (rc == LW_OK)
+        rc = lw__send(&to,
+                      &(struct lw_request){.script = &lw__script_rw_renew,
+                                           .nkeys = 2,
+                                           .nargs = 2,
+                                           .argv = argv,
+                                           .lens = lens},
+                      lw__now_us() + RENEW_TRY_MS * 1000, &r, &replayed);
+    lw__names_free(&n);
+    if (rc != LW_OK)
+        return LW_EREDIS;
+    rc = r->type != REDIS_REPLY_INTEGER ? LW_EREDIS
+         : r->integer == 1              ? LW_OK
+                                        : LW_ELOST;
+    freeReplyObject(r);
+    return rc;
+}
+
 static int by_cfg_then_slot(const void *pa, const void *pb)
 {
     int a = *(const int *)pa, b = *(const int *)pb;
     const struct lw_settings *ca = sort_v[a]->cfg, *cb = sort_v[b]->cfg;
 
+    /* Readers last of all, semaphores apart: each renewal is another
+     * script. */
+    if (sort_v[a]->reader != sort_v[b]->reader)
+        return sort_v[a]->reader ? 1 : -1;
     if (ca != cb)
         return ca < cb ? -1 : 1;
-    /* Semaphores apart: their renewal is another script. */
     if ((sort_v[a]->permits > 0) != (sort_v[b]->permits > 0))
         return sort_v[a]->permits > 0 ? 1 : -1;
     return slot_of[a] - slot_of[b];
@@ -100,6 +139,11 @@ void lw__queue_renew(struct lw_lease *const *v, int n, int *results)
     }
     sort_v = v;
     qsort(pos, (size_t)n, sizeof *pos, by_cfg_then_slot);
+    /* Readers sort last (see by_cfg_then_slot), one call each. */
+    while (n > 0 && v[pos[n - 1]]->reader) {
+        n--;
+        results[pos[n]] = renew_reader(v[pos[n]]);
+    }
     for (int j = 0; j < n;) {
         int k = j + 1;
         while (k < n && v[pos[k]]->cfg == v[pos[j]]->cfg &&

@@ -104,9 +104,11 @@ static const char enqueue_lua[] = MINT_LUA
 /* Tell the oldest live waiter that listens (see release_lua): hand it the
  * lock with the Lua statement grant (tok: its token, lease: its lease ms,
  * now: the server's clock in microseconds), or wake it after the statement
- * free; free too when nobody is told.  ARGV[1..5] as release_lua's;
- * returns 1. */
-#define HANDOFF_LUA(grant, free)                                               \
+ * free; free too when nobody is told.  A waiter for a read lock (its queue
+ * member ends "|r") is granted with grant_reader instead, and so is every
+ * reader queued after it up to the next writer: readers share.  ARGV[1..5]
+ * as release_lua's; returns 1. */
+#define HANDOFF_LUA(grant, grant_reader, free)                                 \
     "local function tell(tok, msg)\n"                                          \
     "  if ARGV[5] ~= '0' then\n"                                               \
     "    redis.pcall('set', receipt, '1', 'PX', ARGV[5])\n"                    \
@@ -116,7 +118,7 @@ static const char enqueue_lua[] = MINT_LUA
     "  redis.pcall('pexpire', box, ARGV[2])\n"                                 \
     "end\n"                                                                    \
     "local n = redis.call('zcard', KEYS[2])\n"                                 \
-    "local i, now = 0\n"                                                       \
+    "local i, now, readers = 0, nil, false\n"                                  \
     "while i < n and i < " POLLERS_SKIPPED " do\n"                             \
     "  local head = redis.call('zrange', KEYS[2], i, i, 'WITHSCORES')\n"       \
     "  if not now then\n"                                                      \
@@ -126,26 +128,51 @@ static const char enqueue_lua[] = MINT_LUA
     "  local sep = string.find(head[1], '|', 1, true)\n"                       \
     "  local tok = string.sub(head[1], 1, sep - 1)\n"                          \
     "  local lease = string.sub(head[1], sep + 1)\n"                           \
+    "  local reader = string.sub(lease, -2) == '|r'\n"                         \
+    "  if reader then lease = string.sub(lease, 1, -3) end\n"                  \
     "  local alive = redis.pcall('get', ARGV[4] .. tok)\n"                     \
     "  if not alive then\n"                                                    \
     "    redis.call('zrem', KEYS[2], head[1])\n"                               \
     "    n = n - 1\n"                                                          \
     "  elseif alive == 'p' then\n"                                             \
     "    i = i + 1\n"                                                          \
-    "  elseif type(alive) == 'string' and\n"                                   \
-    "      now - tonumber(head[2]) >= tonumber(ARGV[3]) * 1000 then\n"         \
+    "  elseif readers and not reader then\n"                                   \
+    "    return 1\n"                                                           \
+    "  elseif type(alive) == 'string' and (readers or\n"                       \
+    "      now - tonumber(head[2]) >= tonumber(ARGV[3]) * 1000) then\n"        \
     "    redis.call('zrem', KEYS[2], head[1])\n"                               \
-    "    " grant "\n"                                                          \
+    "    if reader then " grant_reader " else " grant " end\n"                 \
     "    local f = mint(KEYS[3])\n"                                            \
     "    tell(tok, 'g' .. string.format('%d', f) .. ' ' .. head[2])\n"         \
+    "    if not reader then return 1 end\n"                                    \
+    "    readers = true\n"                                                     \
+    "    n = n - 1\n"                                                          \
+    "  elseif readers then\n"                                                  \
     "    return 1\n"                                                           \
     "  else\n"                                                                 \
     "    " free "\n"                                                           \
     "    tell(tok, 'w')\n"                                                     \
     "    return 1\n"                                                           \
     "  end\n"                                                                  \
-    "end\n" free "\n"                                                          \
+    "end\n"                                                                    \
+    "if not readers then " free " end\n"                                       \
     "return 1\n"
+
+/* Readers of a key (mode = read): while any holds it, the lock key holds
+ * "R" (so a writer's SET NX finds it busy) with a TTL at least the longest
+ * reader lease, and each reader is a member of the set readers (a KEYS
+ * entry) scored by the end of its lease (the server's clock, ms).
+ * add_reader(tok, lease, nowms) admits one. */
+#define READERS_LUA(readers)                                                   \
+    "local function add_reader(tok, lease, nowms)\n"                           \
+    "  redis.call('zadd', " readers ", nowms + tonumber(lease), tok)\n"        \
+    "  if redis.call('get', KEYS[1]) ~= 'R' then\n"                            \
+    "    redis.call('set', KEYS[1], 'R', 'PX', lease)\n"                       \
+    "  elseif redis.call('pttl', KEYS[1]) < tonumber(lease) then\n"            \
+    "    redis.call('pexpire', KEYS[1], lease)\n"                              \
+    "  end\n"                                                                  \
+    "  redis.call('pexpire', " readers ", redis.call('pttl', KEYS[1]))\n"      \
+    "end\n"
 
 /*
  * Release.  KEYS: lock, queue, fence.  ARGV: token, mailbox ms, hand-off age
@@ -181,7 +208,11 @@ static const char enqueue_lua[] = MINT_LUA
  * is only woken, never handed a lock it may not be alive to release.
  */
 /* clang-format off */
+/* The readers' set is not declared here (a mutex's release would otherwise
+ * name a key that seldom exists, which a migrating slot refuses): it is the
+ * queue's name with ":r" for ":q". */
 static const char release_lua[] = MINT_LUA
+    READERS_LUA("string.sub(KEYS[2], 1, -3) .. ':r'")
     "local v = redis.call('get', KEYS[1])\n"
     "local receipt = ARGV[4] .. ARGV[1] .. ':rel'\n"
     "if v ~= ARGV[1] then\n"
@@ -190,6 +221,7 @@ static const char release_lua[] = MINT_LUA
     "  return 0\n"
     "end\n"
     HANDOFF_LUA("redis.call('set', KEYS[1], tok, 'PX', lease)",
+                "add_reader(tok, lease, math.floor(now / 1000))",
                 "redis.call('del', KEYS[1])");
 
 /*
@@ -264,6 +296,7 @@ static const char sem_release_lua[] = MINT_LUA SEM_KEEP_LUA SEM_CLOCK_LUA
     "redis.call('zrem', KEYS[1], ARGV[1])\n"
     HANDOFF_LUA("redis.call('zadd', KEYS[1], math.floor(now / 1000) + "
                 "tonumber(lease), tok) keep(tonumber(lease))",
+                "error('a reader queued for a semaphore')",
                 "if redis.call('zcount', KEYS[1], '-inf', '(+inf') == 0 then "
                 "redis.call('del', KEYS[1]) end");
 
@@ -287,6 +320,88 @@ static const char sem_renew_lua[] = SEM_KEEP_LUA
     "  end\n"
     "end\n"
     "return out\n";
+
+/* Acquire-or-queue for a read lock: as enqueue_lua, plus KEYS[5] the
+ * readers' set; the queue member ends "|r".  A reader may take the lock
+ * when it is free or read-held and no live writer is queued ahead of it
+ * (a writer waiting is not starved by readers arriving after it).
+ * {-2, "type:<type>"}: the key is not a mutex's (a semaphore's). */
+static const char rw_enqueue_lua[] = MINT_LUA READERS_LUA("KEYS[5]")
+    "local ty = redis.call('type', KEYS[1]).ok\n"
+    "if ty ~= 'none' and ty ~= 'string' then return {-2, 'type:' .. ty} end\n"
+    "local t = redis.call('time')\n"
+    "local nowms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "redis.call('zremrangebyscore', KEYS[5], '-inf', nowms)\n"
+    "local member = ARGV[1] .. '|' .. ARGV[2] .. '|r'\n"
+    "local v = redis.call('get', KEYS[1])\n"
+    "local mine = redis.call('zscore', KEYS[5], ARGV[1])\n"
+    "if mine and v == 'R' then\n"
+    "  redis.call('zrem', KEYS[2], member)\n"
+    "  redis.call('del', KEYS[4])\n"
+    "  return {mint(KEYS[3]), tonumber(mine) - nowms}\n"
+    "end\n"
+    "local function writer_ahead()\n"
+    "  local prefix = string.sub(KEYS[4], 1, #KEYS[4] - #ARGV[1])\n"
+    "  local at = redis.call('zscore', KEYS[2], member)\n"
+    "  local ahead = redis.call('zrangebyscore', KEYS[2], '-inf',\n"
+    "      at and ('(' .. at) or '+inf', 'LIMIT', 0, 256)\n"
+    "  for _, m in ipairs(ahead) do\n"
+    "    if string.sub(m, -2) ~= '|r' then\n"
+    "      local tok = string.sub(m, 1, string.find(m, '|', 1, true) - 1)\n"
+    "      if redis.pcall('exists', prefix .. tok) == 1 then return true end\n"
+    "    end\n"
+    "  end\n"
+    "  return false\n"
+    "end\n"
+    "if (not v or v == 'R') and not writer_ahead() then\n"
+    "  add_reader(ARGV[1], ARGV[2], nowms)\n"
+    "  redis.call('zrem', KEYS[2], member)\n"
+    "  redis.call('del', KEYS[4])\n"
+    "  return {mint(KEYS[3]), tonumber(ARGV[2])}\n"
+    "end\n"
+    QUEUE_LUA
+    "local ttl = redis.call('pttl', KEYS[1])\n"
+    "if ttl < 0 then ttl = 0 end\n"
+    "return {-1 - ttl, redis.call('zscore', KEYS[2], member) or ''}\n";
+
+/* Release a read lock: as release_lua (KEYS: lock, queue, fence, readers;
+ * ARGV[1..5]; no -1: a read lock is nobody else's), plus ARGV[6] hold ms
+ * (> 0: keep this reader that much longer, nobody told).  The last reader
+ * out frees the key and tells the queue, as a writer's release does. */
+static const char rw_release_lua[] = MINT_LUA READERS_LUA("KEYS[4]")
+    "local t = redis.call('time')\n"
+    "local nowms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "redis.call('zremrangebyscore', KEYS[4], '-inf', nowms)\n"
+    "local receipt = ARGV[4] .. ARGV[1] .. ':rel'\n"
+    "if not redis.call('zscore', KEYS[4], ARGV[1]) or\n"
+    "    redis.call('get', KEYS[1]) ~= 'R' then\n"
+    "  if redis.pcall('exists', receipt) == 1 then return 2 end\n"
+    "  return 0\n"
+    "end\n"
+    "if tonumber(ARGV[6]) > 0 then\n"
+    "  add_reader(ARGV[1], ARGV[6], nowms)\n"
+    "  return 1\n"
+    "end\n"
+    "redis.call('zrem', KEYS[4], ARGV[1])\n"
+    "if redis.call('zcard', KEYS[4]) > 0 then return 1 end\n"
+    HANDOFF_LUA("redis.call('set', KEYS[1], tok, 'PX', lease)",
+                "add_reader(tok, lease, math.floor(now / 1000))",
+                "redis.call('del', KEYS[1])");
+
+/* Renew one read lock.  KEYS: lock, readers.  ARGV: token, lease ms.
+ * 1 renewed, 0 not ours any more. */
+static const char rw_renew_lua[] =
+    "local t = redis.call('time')\n"
+    "local nowms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local s = redis.call('zscore', KEYS[2], ARGV[1])\n"
+    "if not s or tonumber(s) <= nowms or\n"
+    "    redis.call('get', KEYS[1]) ~= 'R' then return 0 end\n"
+    "redis.call('zadd', KEYS[2], 'XX', nowms + tonumber(ARGV[2]), ARGV[1])\n"
+    "if redis.call('pttl', KEYS[1]) < tonumber(ARGV[2]) then\n"
+    "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
+    "end\n"
+    "redis.call('pexpire', KEYS[2], redis.call('pttl', KEYS[1]))\n"
+    "return 1\n";
 /* clang-format on */
 
 /* One lock key alone: compare the token, then renew (ARGV[2], lease ms) or
@@ -311,3 +426,6 @@ struct lw_script lw__script_fence = LW_SCRIPT_INIT(fence_lua);
 struct lw_script lw__script_sem_enqueue = LW_SCRIPT_INIT(sem_enqueue_lua);
 struct lw_script lw__script_sem_release = LW_SCRIPT_INIT(sem_release_lua);
 struct lw_script lw__script_sem_renew = LW_SCRIPT_INIT(sem_renew_lua);
+struct lw_script lw__script_rw_enqueue = LW_SCRIPT_INIT(rw_enqueue_lua);
+struct lw_script lw__script_rw_release = LW_SCRIPT_INIT(rw_release_lua);
+struct lw_script lw__script_rw_renew = LW_SCRIPT_INIT(rw_renew_lua);

@@ -14,5 +14,9 @@ extern struct lw_script lw__script_fence;   /* mint from a lost counter */
 extern struct lw_script lw__script_sem_enqueue;
 extern struct lw_script lw__script_sem_release;
 extern struct lw_script lw__script_sem_renew;
+/* A read lock (mode = read): readers share the lock key's "R". */
+extern struct lw_script lw__script_rw_enqueue;
+extern struct lw_script lw__script_rw_release;
+extern struct lw_script lw__script_rw_renew; /* one lease */
 
 #endif

@@ -146,27 +146,27 @@ static void several_slots(void)
 
 static pthread_barrier_t sem_in, sem_out;
 
-static void *sem_holder(void *arg)
+static void *shared_holder(void *arg)
 {
-    lw_lock_opts o = {.expire_ms = 10000, .wait_ms = 0, .permits = 2};
+    const lw_lock_opts *o = arg;
     lw_guard g;
 
-    (void)arg;
-    CHECK_RC(lw_lock(&g, "api:{t}", 7, &o), LW_OK);
+    CHECK_RC(lw_lock(&g, "api:{t}", 7, o), LW_OK);
     pthread_barrier_wait(&sem_in);
     pthread_barrier_wait(&sem_out);
     CHECK_RC(lw_guard_leave(&g), LW_OK);
     return NULL;
 }
 
-/* A semaphore in a cluster: two holders at once (each in its own thread),
- * a third refused, every permit on the key's master. */
-static void semaphore(void)
+/* A lock two holders share in a cluster (a 2-permit semaphore, then a read
+ * lock): both hold at once (each in its own thread) and are counted in set
+ * on the key's master, and a third (a writer, for the read lock) is
+ * refused. */
+static void shared(const lw_lock_opts *o, const lw_lock_opts *third,
+                   const char *set)
 {
-    const char *key = "lock:api:{t}";
-    const char *argv[] = {"ZCOUNT", key, "-inf", "(+inf"};
-    size_t lens[] = {6, strlen(key), 4, 5};
-    lw_lock_opts o = {.expire_ms = 10000, .wait_ms = 0, .permits = 2};
+    const char *argv[] = {"ZCOUNT", set, "-inf", "(+inf"};
+    size_t lens[] = {6, strlen(set), 4, 5};
     pthread_t t[2];
     lw_guard g;
     redisReply *r;
@@ -174,17 +174,27 @@ static void semaphore(void)
     pthread_barrier_init(&sem_in, NULL, 3);
     pthread_barrier_init(&sem_out, NULL, 3);
     for (int i = 0; i < 2; i++)
-        CHECK(pthread_create(&t[i], NULL, sem_holder, NULL) == 0);
+        CHECK(pthread_create(&t[i], NULL, shared_holder, (void *)o) == 0);
     pthread_barrier_wait(&sem_in);
-    r = rh_cluster_cmd_argv(&cl, lw__key_slot(key, lens[1]), 4, argv, lens);
+    r = rh_cluster_cmd_argv(&cl, lw__key_slot(set, lens[1]), 4, argv, lens);
     CHECK(r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 2);
     freeReplyObject(r);
-    CHECK_RC(lw_lock(&g, "api:{t}", 7, &o), LW_ETIMEOUT);
+    CHECK_RC(lw_lock(&g, "api:{t}", 7, third), LW_ETIMEOUT);
     pthread_barrier_wait(&sem_out);
     for (int i = 0; i < 2; i++)
         CHECK(pthread_join(t[i], NULL) == 0);
     pthread_barrier_destroy(&sem_in);
     pthread_barrier_destroy(&sem_out);
+}
+
+static void semaphore_and_readers(void)
+{
+    lw_lock_opts sem = {.expire_ms = 10000, .wait_ms = 0, .permits = 2};
+    lw_lock_opts rd = {.expire_ms = 10000, .flags = LW_LOCK_READ};
+    lw_lock_opts wr = {.expire_ms = 10000};
+
+    shared(&sem, &sem, "lock:api:{t}");
+    shared(&rd, &wr, "{t}lock:api:{t}:r");
 }
 
 int main(void)
@@ -261,7 +271,7 @@ int main(void)
     }
     held_at_least();
     several_slots();
-    semaphore();
+    semaphore_and_readers();
     lw_shutdown();
     rh_cluster_stop(&cl);
     return 0;

@@ -37,6 +37,8 @@ static void names_are(const char *key, size_t len, const char *head,
         CHECK_MEM(n.queue, n.queuelen, want, headlen + 2);
         memcpy(want + headlen, ":w:", 3);
         CHECK_MEM(n.alive, n.alivelen, want, headlen + 3);
+        memcpy(want + headlen, ":r", 2);
+        CHECK_MEM(n.readers, n.readerslen, want, headlen + 2);
         size_t hl = per_slot ? hex_tag(key, len, hex)
                              : (size_t)snprintf(hex, sizeof hex, "lockweave");
         size_t fl = (size_t)snprintf(fence, sizeof fence, "{%.*s}%.*sfences",
@@ -118,9 +120,9 @@ static void check_same_slot(const char *key, size_t len)
     };
 
     CHECK_RC(lw__names_init(&n, key, len, 5, 1), LW_OK);
-    const char *names[] = {n.fence, n.queue, n.alive};
-    size_t lens[] = {n.fencelen, n.queuelen, n.alivelen};
-    for (int i = 0; i < 3; i++) {
+    const char *names[] = {n.fence, n.queue, n.alive, n.readers};
+    size_t lens[] = {n.fencelen, n.queuelen, n.alivelen, n.readerslen};
+    for (int i = 0; i < 4; i++) {
         CHECK_MSG(lw__key_slot(names[i], lens[i]) == slot,
                   "name %d of \"%.*s\" (%zu bytes) in slot %d, key in %d", i,
                   (int)len, key, len, lw__key_slot(names[i], lens[i]), slot);
@@ -158,6 +160,7 @@ static void check_companions(const char *key, size_t len, size_t prefix)
         CHECK_RC(lw__names_init(&n, key, len, prefix, per_slot), LW_OK);
         CHECK_EQ(lw__names_companion(n.fence, n.fencelen, key, prefix), 1);
         CHECK_EQ(lw__names_companion(n.queue, n.queuelen, key, prefix), 1);
+        CHECK_EQ(lw__names_companion(n.readers, n.readerslen, key, prefix), 1);
         CHECK_EQ(lw__names_companion(n.queue, n.queuelen, "other:", 6), 0);
         CHECK_EQ(lw__names_companion(n.fence, n.fencelen, "other:", 6), 0);
         for (int i = 0; i < 3; i++) {
@@ -195,6 +198,7 @@ static void companions(void)
 #define NOT_COMPANION(s)                                                       \
     CHECK_EQ(lw__names_companion(s, sizeof s - 1, "lock:", 5), 0)
     NOT_COMPANION("{42}lock:stock:{43}:q");
+    NOT_COMPANION("{42}lock:stock:{43}:r");
     NOT_COMPANION("{zz}lock:fences");
     NOT_COMPANION("{ffff}lock:fences");
     NOT_COMPANION("{lockweave}app:fences");
@@ -251,13 +255,13 @@ static void inline_and_heap(void)
     char *want;
 
     /* A key without '}' of length L needs, with the server's counter and
-     * no prefix, 17 bytes for "{lockweave}fences" and 2 * (L + 2) + 5. */
-    size_t fits = (LW_NAMES_INLINE - 26) / 2;
+     * no prefix, 17 bytes for "{lockweave}fences" and 3 * (L + 2) + 7. */
+    size_t fits = (LW_NAMES_INLINE - 17 - 7) / 3 - 2;
     memset(key, 'k', sizeof key);
 
     CHECK_RC(lw__names_init(&n, key, fits, 0, 0), LW_OK);
     CHECK(n.heap == NULL);
-    CHECK(n.fence >= n.buf && n.alive + n.alivelen <= n.buf + sizeof n.buf);
+    CHECK(n.fence >= n.buf && n.readers + n.readerslen <= n.buf + sizeof n.buf);
     CHECK_EQ(n.queuelen, fits + 2 + 2);
     lw__names_free(&n);
 
