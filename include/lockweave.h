@@ -286,10 +286,11 @@ LW_API void lw_guard_key_str(lw_guard *g, const char *s);
 LW_API void lw_guard_key_i64(lw_guard *g, int64_t v);
 LW_API void lw_guard_key_u64(lw_guard *g, uint64_t v);
 
-/* Acquire the lock (or re-enter one this thread holds), waiting up to
- * opts->wait_ms.  LW_OK: run the section, then call lw_guard_leave().  Any
- * other code: the lock is not held, the guard is finished (no leave needed),
- * and lw_last_error() returns the same code. */
+/* Acquire the lock (or re-enter one this thread holds, in any mode but a
+ * write over its own read: LW_EINVAL), waiting up to opts->wait_ms.  LW_OK:
+ * run the section, then call lw_guard_leave().  Any other code: the lock is
+ * not held, the guard is finished (no leave needed), and lw_last_error()
+ * returns the same code. */
 LW_API int lw_guard_enter(lw_guard *g);
 
 /* Release: stop renewal, compare-and-delete our token, wake a waiter (less
