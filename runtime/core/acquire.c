@@ -14,6 +14,7 @@
 #include "base/config.h"
 #include "base/gate.h"
 #include "base/log.h"
+#include "base/numfmt.h"
 #include "base/result.h"
 #include "base/stats.h"
 #include "core/keynames.h"
@@ -228,7 +229,7 @@ static int enqueue(struct attempt *a, const char *join, int64_t *ttl_ms)
 {
     struct lw_lease *l = a->l;
     const struct lw_names *n = a->names;
-    char qttl[24];
+    char qttl[LW_FMT_U64_MAX];
     const char *argv[11];
     size_t lens[11];
     int sem = l->permits > 0, nkeys, nargs = 0, replayed, rc;
@@ -240,8 +241,7 @@ static int enqueue(struct attempt *a, const char *join, int64_t *ttl_ms)
     if (alive_init(a) != LW_OK)
         return LW_ENOMEM;
     /* The queue outlives every member's wait and lease. */
-    snprintf(qttl, sizeof qttl, "%llu",
-             (unsigned long long)a->opts->wait_ms + l->expire_ms + 1000);
+    lw__fmt_dec(qttl, (uint64_t)a->opts->wait_ms + l->expire_ms + 1000);
 #define ARG(p, len) (argv[nargs] = (p), lens[nargs++] = (len))
     ARG(l->key, l->keylen);
     ARG(n->queue, n->queuelen);

@@ -6,6 +6,7 @@
 
 #include "base/clock.h"
 #include "base/fork.h"
+#include "base/numfmt.h"
 
 void lw__lease_init(struct lw_lease *l, const struct lw_backend *be,
                     const struct lw_settings *cfg, const char *key,
@@ -18,15 +19,13 @@ void lw__lease_init(struct lw_lease *l, const struct lw_backend *be,
     l->prefix_len = prefix_len;
     l->toklen = 0;
     l->expire_ms = opts->expire_ms;
-    l->expire_len =
-        snprintf(l->expire_str, sizeof l->expire_str, "%u", opts->expire_ms);
+    l->expire_len = (int)lw__fmt_dec(l->expire_str, opts->expire_ms);
     l->drift_ms = 0;
     l->renews_left = opts->max_renew;
     l->hold_ms = opts->hold_at_least_ms;
     l->permits = opts->permits;
     l->reader = (opts->flags & LW_LOCK_READ) != 0;
-    l->permits_len = snprintf(l->permits_str, sizeof l->permits_str, "%u",
-                              opts->permits % 100000);
+    l->permits_len = (int)lw__fmt_dec(l->permits_str, opts->permits % 100000);
     l->hold_until_ms = 0;
     l->valid_until_ms = 0;
     l->heap_idx = -1;

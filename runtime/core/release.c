@@ -11,6 +11,7 @@
 #include "base/clock.h"
 #include "base/config.h"
 #include "base/log.h"
+#include "base/numfmt.h"
 #include "base/result.h"
 #include "core/keynames.h"
 #include "core/queue.h"
@@ -70,7 +71,7 @@ int lw__release_send(const struct lw_settings *s, const char *key,
                      const struct lw_names *n, int flags, int64_t deadline_us,
                      redisReply **r, int *replayed)
 {
-    char handoff[16], receipt[16];
+    char handoff[LW_FMT_U64_MAX], receipt[LW_FMT_U64_MAX];
     const char *argv[] = {key,     n->queue, n->fence, token, LW_WAITER_KEYS_MS,
                           handoff, n->alive, receipt};
     size_t lens[] = {keylen,
@@ -90,15 +91,14 @@ int lw__release_send(const struct lw_settings *s, const char *key,
     struct lw_target to;
     int rc;
 
-    lens[5] = (size_t)snprintf(handoff, sizeof handoff, "%d", s->handoff_ms);
+    lens[5] = lw__fmt_dec(handoff, (uint64_t)s->handoff_ms);
     /* The receipt must outlive the retry of a release whose reply was lost:
      * conn.c replays at once, after at most a reconnect and a timeout.  "0"
      * tells the script to leave none. */
-    lens[7] = (size_t)snprintf(
-        receipt, sizeof receipt, "%d",
-        (flags & LW_RELEASE_NO_RECEIPT)
-            ? 0
-            : 2 * (s->connect_timeout_ms + s->command_timeout_ms));
+    lens[7] = lw__fmt_dec(receipt, (flags & LW_RELEASE_NO_RECEIPT)
+                                       ? 0
+                                       : 2 * (uint64_t)(s->connect_timeout_ms +
+                                                        s->command_timeout_ms));
     rc = lw__target_for(&to, s, key, keylen);
     if (rc == LW_OK)
         rc = lw__send(&to, &q, deadline_us, r, replayed);
@@ -119,10 +119,10 @@ static int hold_script(const struct lw_lease *l, int64_t hold_ms,
                        int64_t deadline_us, redisReply **r, int *replayed)
 {
     struct lw_target to;
-    char ms[24];
+    char ms[LW_FMT_U64_MAX];
     int rc = lw__target_for(&to, l->cfg, l->key, l->keylen);
 
-    snprintf(ms, sizeof ms, "%lld", (long long)hold_ms);
+    lw__fmt_dec(ms, (uint64_t)hold_ms);
     if (rc == LW_OK)
         rc = send_onekey(&to, l->key, l->keylen, l->token, (size_t)l->toklen,
                          ms, deadline_us, r, replayed);
@@ -136,17 +136,17 @@ static int shared_release(const struct lw_lease *l, const struct lw_names *n,
                           int *replayed)
 {
     const struct lw_settings *s = l->cfg;
-    char handoff[16], receipt[16], hold[24];
+    char handoff[LW_FMT_U64_MAX], receipt[LW_FMT_U64_MAX], hold[LW_FMT_U64_MAX];
     const char *argv[10];
     size_t lens[10];
     int nargs = 0, nkeys;
     struct lw_target to;
     int rc;
 
-    snprintf(handoff, sizeof handoff, "%d", s->handoff_ms);
-    snprintf(receipt, sizeof receipt, "%d",
-             2 * (s->connect_timeout_ms + s->command_timeout_ms));
-    snprintf(hold, sizeof hold, "%lld", (long long)hold_ms);
+    lw__fmt_dec(handoff, (uint64_t)s->handoff_ms);
+    lw__fmt_dec(receipt,
+                2 * (uint64_t)(s->connect_timeout_ms + s->command_timeout_ms));
+    lw__fmt_dec(hold, (uint64_t)hold_ms);
 #define ARG(p, len) (argv[nargs] = (p), lens[nargs++] = (len))
     ARG(l->key, l->keylen);
     ARG(n->queue, n->queuelen);

@@ -12,6 +12,7 @@
 #include <sys/random.h>
 
 #include "base/fork.h"
+#include "base/numfmt.h"
 #include "base/thread.h"
 
 static int draw_base(struct lw_thread *t)
@@ -43,6 +44,6 @@ int lw__token_new(char *buf)
         *p++ = hex[t->token_base[i] >> 4];
         *p++ = hex[t->token_base[i] & 15];
     }
-    return (int)(p - buf) + snprintf(p, LW_TOKEN_MAX - (p - buf), ":%llx",
-                                     (unsigned long long)++t->token_seq);
+    *p++ = ':';
+    return (int)(p - buf) + (int)lw__fmt_hex(p, ++t->token_seq);
 }

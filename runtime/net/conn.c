@@ -18,6 +18,7 @@
 #include "base/fork.h"
 #include "base/gate.h"
 #include "base/log.h"
+#include "base/numfmt.h"
 #include "base/stats.h"
 #include "base/thread.h"
 #include "net/script.h"
@@ -322,7 +323,7 @@ static int format_script(struct lw_conn *c, const struct lw_request *q,
     const char *small_argv[SCRIPT_ARGV_MAX], **argv = small_argv;
     size_t small_lens[SCRIPT_ARGV_MAX], *lens = small_lens;
     int n = q->nkeys + q->nargs, rc = -1;
-    char nkeys[16];
+    char nkeys[LW_FMT_U64_MAX];
 
     if (n + 3 > SCRIPT_ARGV_MAX) { /* the watchdog's batched renewals */
         argv = malloc((size_t)(n + 3) * sizeof *argv);
@@ -335,7 +336,7 @@ static int format_script(struct lw_conn *c, const struct lw_request *q,
     argv[2] = nkeys;
     lens[0] = x->eval ? 4 : 7;
     lens[1] = x->eval ? q->script->len : 40;
-    lens[2] = (size_t)snprintf(nkeys, sizeof nkeys, "%d", q->nkeys);
+    lens[2] = lw__fmt_dec(nkeys, (uint64_t)q->nkeys);
     for (int i = 0; i < n; i++) {
         argv[3 + i] = q->argv[i];
         lens[3 + i] = q->lens[i];

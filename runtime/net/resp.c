@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/numfmt.h"
+
 static int reserve(struct lw_resp *b, size_t extra)
 {
     size_t cap;
@@ -28,17 +30,12 @@ static int reserve(struct lw_resp *b, size_t extra)
     return 0;
 }
 
-/* "<c><n>\r\n", the header of an array or a bulk string. */
+/* "<c><n>\r\n", the header of an array or a bulk string (the NUL
+ * lw__fmt_dec() writes is overwritten). */
 static void put_header(struct lw_resp *b, char c, size_t n)
 {
-    char digits[24], *d = digits + sizeof digits;
-
-    do
-        *--d = (char)('0' + n % 10);
-    while ((n /= 10) != 0);
     b->p[b->len++] = c;
-    memcpy(b->p + b->len, d, (size_t)(digits + sizeof digits - d));
-    b->len += (size_t)(digits + sizeof digits - d);
+    b->len += lw__fmt_dec(b->p + b->len, n);
     b->p[b->len++] = '\r';
     b->p[b->len++] = '\n';
 }

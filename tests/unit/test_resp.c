@@ -2,12 +2,13 @@
  * appended commands, empty, binary and large arguments, a read-back through
  * an independent decoder for random argument vectors, and a failed
  * allocation leaving the buffer as it was (realloc is wrapped at link time,
- * see CMakeLists.txt). */
+ * see CMakeLists.txt); and the number formatter they use. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/numfmt.h"
 #include "check.h"
 #include "net/resp.h"
 
@@ -233,8 +234,30 @@ static void no_memory(void)
     free(big);
 }
 
+/* The number formatter every command's lengths and lock arguments go
+ * through, against printf at the edges and at random. */
+static void numbers(void)
+{
+    static const uint64_t edges[] = {
+        0, 1, 9, 10, 15, 16, 99, 100, 4294967295u, 4294967296u, UINT64_MAX};
+    char got[LW_FMT_U64_MAX], want[32];
+    uint64_t v = 88172645463325252ull;
+
+    for (size_t i = 0; i < sizeof edges / sizeof edges[0] + 1000; i++) {
+        uint64_t n = i < sizeof edges / sizeof edges[0] ? edges[i] : v;
+        v ^= v << 13, v ^= v >> 7, v ^= v << 17;
+        snprintf(want, sizeof want, "%llu", (unsigned long long)n);
+        CHECK_EQ(lw__fmt_dec(got, n), strlen(want));
+        CHECK(strcmp(got, want) == 0);
+        snprintf(want, sizeof want, "%llx", (unsigned long long)n);
+        CHECK_EQ(lw__fmt_hex(got, n), strlen(want));
+        CHECK(strcmp(got, want) == 0);
+    }
+}
+
 int main(void)
 {
+    numbers();
     small();
     binary();
     large();
