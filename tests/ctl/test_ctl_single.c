@@ -111,6 +111,66 @@ static void free_key(void)
     ctl_run_free(&r);
 }
 
+/* A semaphore with two of its three permits taken, and a read lock with
+ * two readers (each held from its own thread: one thread re-enters): the
+ * kind and the holders are shown, and unlock --force refuses them (7). */
+static pthread_barrier_t shared_in, shared_out;
+
+static void *shared_holder(void *arg)
+{
+    const lw_lock_opts *o = arg;
+    lw_guard g;
+
+    CHECK_RC(lw_lock(&g, "kind:1", 6, o), LW_OK);
+    pthread_barrier_wait(&shared_in);
+    pthread_barrier_wait(&shared_out);
+    CHECK_RC(lw_guard_leave(&g), LW_OK);
+    return NULL;
+}
+
+static void shared_kind(const lw_lock_opts *o, const char *kind,
+                        long long permits)
+{
+    pthread_t t[2];
+    struct ctl_run r;
+    jv *j;
+
+    pthread_barrier_init(&shared_in, NULL, 3);
+    pthread_barrier_init(&shared_out, NULL, 3);
+    for (int i = 0; i < 2; i++)
+        CHECK(pthread_create(&t[i], NULL, shared_holder, (void *)o) == 0);
+    pthread_barrier_wait(&shared_in);
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "--json", "inspect", "kind:1",
+            NULL);
+    CHECK_EQ(r.status, 0);
+    j = ctl_json(&r);
+    CHECK_EQ(jv_bool(j, "held"), 1);
+    CHECK_STR(jv_str(j, "kind"), kind);
+    CHECK_EQ(jv_int(j, "holders"), 2);
+    if (permits > 0)
+        CHECK_EQ(jv_int(j, "permits"), permits);
+    jv_free(j);
+    ctl_run_free(&r);
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "unlock", "--force", "--yes",
+            "kind:1", NULL);
+    CHECK_EQ(r.status, 7);
+    ctl_run_free(&r);
+    pthread_barrier_wait(&shared_out);
+    for (int i = 0; i < 2; i++)
+        CHECK(pthread_join(t[i], NULL) == 0);
+    pthread_barrier_destroy(&shared_in);
+    pthread_barrier_destroy(&shared_out);
+}
+
+static void shared_kinds(void)
+{
+    lw_lock_opts sem = {.expire_ms = 10000, .permits = 3};
+    lw_lock_opts rd = {.expire_ms = 10000, .flags = LW_LOCK_READ};
+
+    shared_kind(&sem, "semaphore", 3);
+    shared_kind(&rd, "read", -1);
+}
+
 /* A held lock with a dead and a live waiter, inspected, then broken. */
 static void held_waiters_unlock(void)
 {
@@ -453,6 +513,7 @@ int main(int argc, char **argv)
     changed_hands();
     list_many();
     other_prefix();
+    shared_kinds();
     bad_config_and_usage();
     lw_shutdown();
     rh_stop(&srv);

@@ -47,6 +47,7 @@ static const char usage_text[] =
     "  4  bad LOCKWEAVE_REDIS_URL\n"
     "  5  unlock not confirmed: declined, or no terminal and no --yes\n"
     "  6  unlock: the lock changed hands before the release; left alone\n"
+    "  7  unlock: a read lock or a semaphore (several holders): not broken\n"
     "\n"
     "See lockweave-ctl(1).\n";
 

@@ -21,6 +21,8 @@ enum {
     CTL_REDIS = 3,    /* Redis unreachable, refused or answered an error */
     CTL_CONFIG = 4,   /* bad LOCKWEAVE_REDIS_URL */
     CTL_DECLINED = 5, /* unlock: not confirmed (declined, or no terminal) */
+    CTL_SHARED = 7,   /* unlock: a read lock or a semaphore, which unlock
+                         --force does not break */
     CTL_CHANGED = 6   /* unlock: the lock changed hands before the release:
                          left alone */
 };

@@ -151,6 +151,36 @@ static void print_waiters(struct ctl *c, const struct waiter *w, size_t n,
                w[i].lease_ms);
 }
 
+/* A lock shared by several holders: a semaphore (its key a sorted set of
+ * holders and "n:<N>", which GET answers WRONGTYPE) or a read lock (its key
+ * "R", its readers in names->readers).  *holders: how many hold it now;
+ * *permits: a semaphore's N, else -1.  LW_OK or an error. */
+static int shared_holders(const struct ctl *c, const struct ctl_key *k,
+                          const struct lw_names *names, int semaphore,
+                          long long *holders, long long *permits)
+{
+    const char *count[] = {"ZCOUNT", semaphore ? k->key : names->readers,
+                           "-inf", "(+inf"};
+    const char *tag[] = {"ZRANGEBYSCORE", k->key, "+inf", "+inf"};
+    size_t clens[] = {6, semaphore ? k->len : names->readerslen, 4, 5};
+    size_t tlens[] = {13, k->len, 4, 4};
+    struct lw_cmd cmds[2] = {{4, count, clens}, {4, tag, tlens}};
+    redisReply *r[2] = {NULL};
+    int rc = ctl_send_key(c, k->key, k->len, cmds, semaphore ? 2 : 1, r);
+
+    *permits = -1;
+    if (rc != LW_OK)
+        return rc;
+    if (!ctl_reply_int(r[0], holders))
+        rc = LW_EREDIS;
+    if (semaphore && rc == LW_OK && r[1]->type == REDIS_REPLY_ARRAY &&
+        r[1]->elements == 1 && r[1]->element[0]->type == REDIS_REPLY_STRING &&
+        strncmp(r[1]->element[0]->str, "n:", 2) == 0)
+        *permits = strtoll(r[1]->element[0]->str + 2, NULL, 10);
+    lw__replies_free(r, semaphore ? 2 : 1);
+    return rc;
+}
+
 /* One server or a Cluster: everything about a key is in its slot. */
 static int inspect_queue(struct ctl *c, const struct ctl_key *k)
 {
@@ -165,7 +195,8 @@ static int inspect_queue(struct ctl *c, const struct ctl_key *k)
     redisReply *r[5] = {NULL};
     struct waiter *w = NULL;
     size_t nw = 0;
-    long long ttl = -2, fence = -1, now_us = 0;
+    long long ttl = -2, fence = -1, now_us = 0, holders = 1, permits = -1;
+    const char *kind = "mutex";
     char text[512];
     int rc, ncmds = k->prefixed ? 5 : 4, held;
 
@@ -184,14 +215,27 @@ static int inspect_queue(struct ctl *c, const struct ctl_key *k)
     rc = ctl_send_key(c, k->key, k->len, cmds, ncmds, r);
     if (rc != LW_OK)
         goto cleanup;
+    if (r[0]->type == REDIS_REPLY_ERROR &&
+        strncmp(r[0]->str, "WRONGTYPE", 9) == 0) {
+        kind = "semaphore"; /* held while it exists: a set with holders */
+        freeReplyObject(r[0]);
+        r[0] = NULL;
+        rc = shared_holders(c, k, &names, 1, &holders, &permits);
+    } else if (r[0]->type == REDIS_REPLY_STRING && r[0]->len == 1 &&
+               r[0]->str[0] == 'R') {
+        kind = "read";
+        rc = shared_holders(c, k, &names, 0, &holders, &permits);
+    }
+    if (rc != LW_OK)
+        goto cleanup;
     for (int i = 0; i < ncmds; i++)
-        if (r[i]->type == REDIS_REPLY_ERROR) {
+        if (r[i] != NULL && r[i]->type == REDIS_REPLY_ERROR) {
             ctl_error("Redis answered: %s",
                       out_escape(text, sizeof text, r[i]->str, r[i]->len));
             rc = LW_EREDIS;
             goto cleanup;
         }
-    held = r[0]->type == REDIS_REPLY_STRING;
+    held = r[0] == NULL ? holders > 0 : r[0]->type == REDIS_REPLY_STRING;
     ctl_reply_int(r[1], &ttl);
     if (ncmds == 5 && !ctl_reply_int(r[4], &fence))
         fence = -1;
@@ -209,6 +253,10 @@ static int inspect_queue(struct ctl *c, const struct ctl_key *k)
         print_head(c, k);
         out_json_str(&c->j, "topology", cluster ? "cluster" : "single");
         out_json_bool(&c->j, "held", held);
+        out_json_str(&c->j, "kind", kind);
+        out_json_int(&c->j, "holders", held ? holders : 0);
+        if (permits >= 0)
+            out_json_int(&c->j, "permits", permits);
         if (held)
             out_json_int(&c->j, "ttl_ms", ttl);
         else
@@ -230,6 +278,13 @@ static int inspect_queue(struct ctl *c, const struct ctl_key *k)
         print_head(c, k);
         if (!held)
             printf("held     no\n");
+        else if (strcmp(kind, "semaphore") == 0)
+            printf("held     yes, %lld of %lld permits (semaphore), the last "
+                   "lease ends in %lld ms\n",
+                   holders, permits, ttl);
+        else if (strcmp(kind, "read") == 0)
+            printf("held     yes, by %lld readers (read lock), %lld ms left\n",
+                   holders, ttl);
         else if (ttl >= 0)
             printf("held     yes, %lld ms left\n", ttl);
         else
