@@ -23,6 +23,10 @@
 #define RETRY_MIN_US   10000
 #define RETRY_MAX_US   200000
 #define HOST_MAX       256
+/* Redirections followed at once, one after another; past this, nodes that
+ * send each other's clients back and forth (a slot both think the other
+ * serves, for a moment) are asked again after a pause, not in a loop. */
+#define REDIRECTS_MAX 8
 
 /* This thread's connections to cluster nodes. */
 struct lw_nodeconns {
@@ -264,6 +268,21 @@ static int64_t earlier(int64_t a, int64_t b)
     return a == 0 || (b != 0 && b < a) ? b : a;
 }
 
+/* One more redirection in a row: past REDIRECTS_MAX, the request fails
+ * this round (*rc), to be retried after the backoff's pause. */
+static int too_many_redirects(int *redirects, int slot, int *rc)
+{
+    if (++*redirects <= REDIRECTS_MAX)
+        return 0;
+    lw__log(LW_LOG_INFO,
+            "Redis Cluster: slot %d redirected %d times in a row; asking "
+            "again after a pause",
+            slot, REDIRECTS_MAX);
+    *redirects = 0;
+    *rc = LW_EREDIS;
+    return 1;
+}
+
 int lw__route_run(const struct lw_settings *s, int slot,
                   const struct lw_request *q, redisReply **out, int *replayed,
                   int64_t *sent_us, int64_t deadline_us)
@@ -275,7 +294,7 @@ int lw__route_run(const struct lw_settings *s, int slot,
     struct lw_backoff backoff = {RETRY_MIN_US, RETRY_MAX_US};
     struct lw_url to, target;
     char hostbuf[HOST_MAX];
-    int redirected = 0;
+    int redirected = 0, redirects = 0;
 
     *replayed = 0;
     *sent_us = 0;
@@ -335,6 +354,8 @@ int lw__route_run(const struct lw_settings *s, int slot,
         case REPLY_MOVED:
             lw__replies_free(out, n);
             lw__route_refresh(s);
+            if (too_many_redirects(&redirects, slot, &rc))
+                break;
             target = to;
             redirected = 1;
             continue; /* the slot is served elsewhere: go there now */
@@ -342,6 +363,8 @@ int lw__route_run(const struct lw_settings *s, int slot,
             lw__replies_free(out, n);
             if (q->script == NULL)
                 return LW_R_ASKED;
+            if (too_many_redirects(&redirects, slot, &rc))
+                break;
             target = to;
             redirected = 1;
             asking = 1;
