@@ -7,6 +7,7 @@
  *     is queued, readers that come after it wait, and it gets the lock
  *     within its wait, and no reader is inside while it writes;
  *   - readers queued behind a writer are all let in when it leaves;
+ *   - the watchdog renews readers;
  *   - a writer may read what it holds; a reader asking to write is
  *     LW_EINVAL; a SIGKILLed reader stops blocking writers when its lease
  *     ends; a semaphore's key asked for as a read lock is LW_EINVAL; under
@@ -256,6 +257,24 @@ static void killed_reader(void)
     close(fd[1]);
 }
 
+/* The watchdog renews a reader's lease: read for 2.5 leases, while a
+ * writer stays out. */
+static void reader_renewed(void)
+{
+    lw_guard g;
+    int rc = -100;
+    pthread_t t;
+
+    CHECK_RC(take(&g, "doc:2", rw_opts(1000, 0, 1)), LW_OK);
+    sleep_ms(2500);
+    CHECK_EQ(lw_still_held(), 1);
+    CHECK_EQ(lock_exists(&srv, "doc:2"), 1);
+    CHECK(pthread_create(&t, NULL, try_read, &rc) == 0); /* readers share */
+    CHECK(pthread_join(t, NULL) == 0);
+    CHECK_RC(rc, LW_OK);
+    CHECK_RC(lw_guard_leave(&g), LW_OK);
+}
+
 static void other_kinds(void)
 {
     lw_lock_opts sem = lock_opts(10000, 0, -1);
@@ -293,6 +312,7 @@ int main(void)
     readers_after_writer();
     reentry();
     killed_reader();
+    reader_renewed();
     other_kinds();
 
     lw_shutdown();
