@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/numfmt.h"
 #include "topology/slot.h"
 
 static const char *const suffixes[] = {":q", ":w:", ":r"};
@@ -43,21 +44,6 @@ static const size_t suffix_lens[] = {2, 3, 2};
  * suffice and no lock (nor fork handler) is needed. */
 static uint32_t slot_tag_cache[LW_SLOTS];
 
-/* n in lowercase hex without leading zeros, as "%x" writes it; its length. */
-static size_t hex(uint32_t n, char *buf)
-{
-    char rev[8];
-    size_t len = 0;
-
-    do {
-        rev[len++] = "0123456789abcdef"[n & 15];
-        n >>= 4;
-    } while (n != 0);
-    for (size_t i = 0; i < len; i++)
-        buf[i] = rev[len - 1 - i];
-    return len;
-}
-
 /* Fills the whole cache in one pass: every slot is met by n < ~200k
  * (CRC16 spreads short strings evenly), a few milliseconds once, where a
  * search per slot would cost ~16k tries for each new slot. */
@@ -70,7 +56,7 @@ static void fill_slot_tags(void)
     unsigned left = LW_SLOTS;
 
     for (uint32_t n = 0; left != 0; n++) {
-        unsigned slot = lw__crc16(buf, hex(n, buf)) % LW_SLOTS;
+        unsigned slot = lw__crc16(buf, lw__fmt_hex(buf, n)) % LW_SLOTS;
         if (met[slot / 64] & (UINT64_C(1) << (slot % 64)))
             continue;
         met[slot / 64] |= UINT64_C(1) << (slot % 64);
@@ -89,7 +75,7 @@ static size_t slot_tag(int slot, char *buf)
         fill_slot_tags();
         n = __atomic_load_n(&slot_tag_cache[slot], __ATOMIC_RELAXED);
     }
-    return hex(n - 1, buf);
+    return lw__fmt_hex(buf, n - 1);
 }
 
 int lw__names_init(struct lw_names *n, const char *key, size_t len,

@@ -232,29 +232,13 @@ static void reentry(void)
  * 1 s lease ends. */
 static void killed_reader(void)
 {
-    int fd[2];
-    char b;
+    lw_lock_opts o = rw_opts(1000, 0, 1);
     lw_guard g;
-    pid_t pid;
 
-    CHECK_EQ(pipe(fd), 0);
-    pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        use_server(&srv);
-        if (take(&g, "doc:6", rw_opts(1000, 0, 1)) == LW_OK &&
-            write(fd[1], "x", 1) == 1)
-            pause();
-        _exit(1);
-    }
-    CHECK_EQ(read(fd[0], &b, 1), 1);
-    CHECK_EQ(kill(pid, SIGKILL), 0);
-    CHECK_EQ(waitpid(pid, NULL, 0), pid);
+    die_holding(&srv, "doc:6", &o);
     CHECK_RC(take(&g, "doc:6", rw_opts(10000, 0, 0)), LW_ETIMEOUT);
     CHECK_RC(take(&g, "doc:6", rw_opts(10000, 10000, 0)), LW_OK);
     CHECK_RC(lw_guard_leave(&g), LW_OK);
-    close(fd[0]);
-    close(fd[1]);
 }
 
 /* The watchdog renews a reader's lease: read for 2.5 leases, while a

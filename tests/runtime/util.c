@@ -2,8 +2,11 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 int64_t now_us(void)
 {
@@ -79,4 +82,28 @@ int64_t wait_until(int (*cond_fn)(void *), void *arg, int timeout_ms)
             return -1;
         sleep_ms(5);
     }
+}
+
+void die_holding(const rh_server *s, const char *key, const lw_lock_opts *o)
+{
+    int fd[2];
+    char b;
+    pid_t pid;
+
+    CHECK_EQ(pipe(fd), 0);
+    pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        lw_guard g;
+        use_server(s);
+        if (lw_lock(&g, key, strlen(key), o) == LW_OK &&
+            write(fd[1], "x", 1) == 1)
+            pause();
+        _exit(1);
+    }
+    CHECK_EQ(read(fd[0], &b, 1), 1);
+    CHECK_EQ(kill(pid, SIGKILL), 0);
+    CHECK_EQ(waitpid(pid, NULL, 0), pid);
+    close(fd[0]);
+    close(fd[1]);
 }

@@ -36,6 +36,11 @@ int lock_exists(rh_server *s, const char *key);
 /* PTTL of the lock key for `key` (-2: no key). */
 long long lock_pttl(rh_server *s, const char *key);
 
+/* In a forked child pointed at s, take key with o, then die by SIGKILL
+ * while holding it: returns once the child is gone (its lock left to its
+ * lease). */
+void die_holding(const rh_server *s, const char *key, const lw_lock_opts *o);
+
 /* Wait (polling) up to timeout_ms for cond_fn(arg) to become true; returns
  * the milliseconds it took, or -1 on timeout. */
 int64_t wait_until(int (*cond_fn)(void *), void *arg, int timeout_ms);
