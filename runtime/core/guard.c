@@ -100,8 +100,9 @@ static int check(const struct lw_gimpl *g)
         g->opts.permits > LW_PERMITS_MAX ||
         (g->opts.flags & ~LW_LOCK_READ) != 0 ||
         ((g->opts.flags & LW_LOCK_READ) && g->opts.permits > 0))
-        return LW_EINVAL; /* empty key, a lease of no time, or a hold the
-                             lease cannot cover */
+        return LW_EINVAL; /* empty key, a lease of no time, a hold the
+                             lease cannot cover, too many permits, unknown
+                             flags, or a read lock with permits */
     return LW_OK;
 }
 
