@@ -14,7 +14,7 @@ cd "$(dirname "$0")"
 # libclang-rt-14-dev: clang's sanitizer runtimes and libFuzzer.
 .ci/ensure-packages.sh cmake ninja-build gcc g++ clang-14 libclang-dev \
   libclang-rt-14-dev libhiredis-dev redis-server pkg-config \
-  libmicrohttpd-dev libsqlite3-dev valgrind
+  libmicrohttpd-dev libsqlite3-dev valgrind libssl-dev openssl
 
 jobs=${LW_TEST_JOBS:-2}
 generator=()

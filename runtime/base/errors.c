@@ -13,8 +13,8 @@ const char *lw_strerror(int code)
         return "lock lost while held: lease expired or taken by another "
                "owner";
     case LW_ECONFIG:
-        return "bad lockweave configuration (LOCKWEAVE_REDIS_URL or "
-               "lw_configure)";
+        return "bad lockweave configuration (LOCKWEAVE_REDIS_URL, "
+               "LOCKWEAVE_TLS_... or lw_configure)";
     case LW_ENOMEM:
         return "out of memory";
     case LW_EINVAL:
@@ -28,6 +28,8 @@ const char *lw_strerror(int code)
         return "lock not confirmed by enough replicas (WAIT)";
     case LW_ESYSTEM:
         return "the system refused randomness or a thread";
+    case LW_ETLS:
+        return "TLS handshake or server certificate verification failed";
     default:
         return "unknown error";
     }

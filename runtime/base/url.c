@@ -177,9 +177,11 @@ static int parse_one(const char *s, const char *whole, struct lw_url *u,
         u->path = strdup(s + 7);
         return u->path ? LW_OK : LW_ENOMEM;
     }
-    if (strncmp(s, "redis://", 8) != 0)
-        return fail(err, errlen, "scheme must be redis:// or unix://", whole);
-    rc = parse_tcp(whole, s + 8, u, err, errlen);
+    u->tls = strncmp(s, "rediss://", 9) == 0;
+    if (!u->tls && strncmp(s, "redis://", 8) != 0)
+        return fail(err, errlen,
+                    "scheme must be redis://, rediss:// or unix://", whole);
+    rc = parse_tcp(whole, s + (u->tls ? 9 : 8), u, err, errlen);
     if (rc != LW_OK)
         lw__url_free(u);
     return rc;
@@ -204,7 +206,8 @@ void lw__url_describe(const struct lw_url *u, char *buf, size_t len)
     if (u->path != NULL)
         snprintf(buf, len, "unix://%s%s", u->password ? "***@" : "", u->path);
     else
-        snprintf(buf, len, "redis://%s%s%s:%d/%d", u->user ? u->user : "",
+        snprintf(buf, len, "%s://%s%s%s:%d/%d", u->tls ? "rediss" : "redis",
+                 u->user ? u->user : "",
                  u->password ? ":***@" : (u->user ? "@" : ""), u->host, u->port,
                  u->db);
 }
@@ -234,18 +237,20 @@ int lw__url_copy(struct lw_url *dst, const struct lw_url *src)
 }
 
 /* Parse one comma-separated element [p, p+n); cluster seeds are host:port
- * with optional userinfo, so they are read as redis:// URLs. */
-static int parse_element(const char *s, const char *p, size_t n, int cluster,
-                         struct lw_url *u, char *err, size_t errlen)
+ * with optional userinfo, so they are read as URLs of scheme seed (NULL: the
+ * element carries its own). */
+static int parse_element(const char *s, const char *p, size_t n,
+                         const char *seed, struct lw_url *u, char *err,
+                         size_t errlen)
 {
     char one[1024];
-    int rc;
+    int rc, cluster = seed != NULL;
 
     if (n == 0)
         return fail(err, errlen, "empty element in list", s);
-    if (n + 8 >= sizeof one)
+    if (n + (cluster ? strlen(seed) : 0) >= sizeof one)
         return fail(err, errlen, "element too long", s);
-    snprintf(one, sizeof one, "%s%.*s", cluster ? "redis://" : "", (int)n, p);
+    snprintf(one, sizeof one, "%s%.*s", cluster ? seed : "", (int)n, p);
     rc = parse_one(one, s, u, err, errlen);
     if (rc == LW_OK && cluster && (u->path != NULL || u->db != 0)) {
         lw__url_free(u);
@@ -342,14 +347,20 @@ static int distinct_masters(const struct lw_endpoints *e, char *err,
 int lw__endpoints_parse(const char *s, struct lw_endpoints *e, char *err,
                         size_t errlen)
 {
-    const char *p;
+    const char *p = s, *seed = NULL;
     int rc = LW_OK, cluster;
 
     memset(e, 0, sizeof *e);
     if (s == NULL || *s == '\0')
         return fail(err, errlen, "empty value", "");
-    cluster = strncmp(s, "redis+cluster://", 16) == 0;
-    p = cluster ? s + 16 : s;
+    if (strncmp(s, "redis+cluster://", 16) == 0) {
+        seed = "redis://";
+        p = s + 16;
+    } else if (strncmp(s, "rediss+cluster://", 17) == 0) {
+        seed = "rediss://";
+        p = s + 17;
+    }
+    cluster = seed != NULL;
     e->topology = cluster          ? LW_TOPO_CLUSTER
                   : strchr(s, ',') ? LW_TOPO_REDLOCK
                                    : LW_TOPO_SINGLE;
@@ -362,9 +373,18 @@ int lw__endpoints_parse(const char *s, struct lw_endpoints *e, char *err,
             rc = fail(err, errlen, "more than 16 endpoints", s);
             break;
         }
-        rc = parse_element(s, p, n, cluster, &e->urls[e->n], err, errlen);
+        rc = parse_element(s, p, n, seed, &e->urls[e->n], err, errlen);
         if (rc != LW_OK)
             break;
+        /* One list, one transport: a plain master beside TLS ones would
+         * send the lock's token in the clear to one of them. */
+        if (e->n > 0 && e->urls[e->n].tls != e->urls[0].tls) {
+            lw__url_free(&e->urls[e->n]);
+            rc = fail(err, errlen,
+                      "redis:// (or unix://) and rediss:// mixed in one list",
+                      s);
+            break;
+        }
         e->n++;
         if (p[n] == '\0')
             break;

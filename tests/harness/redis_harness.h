@@ -24,6 +24,8 @@
 extern "C" {
 #endif
 
+struct rh_tls;
+
 /* How to run the server.  rh_opts_init() gives: no persistence, TCP only. */
 typedef struct rh_opts {
     int aof;              /* 1: appendonly yes + appendfsync always, so keys
@@ -35,7 +37,36 @@ typedef struct rh_opts {
      * {"--user", "alice", "on", ">secret", "~*", "&*", "+@all", NULL}.
      * The array must outlive the server (rh_restart() reuses it). */
     const char *const *extra_args;
+    /* Non-NULL: serve TLS only, with these files from rh_tls_make()
+     * (--port 0 --tls-port <port>).  The harness's own client then talks
+     * to the server over its unix socket, which this turns on. */
+    const struct rh_tls *tls;
+    const char *tls_auth_clients;   /* "no", "optional" or "yes"; NULL:
+                                       "optional" */
+    const char *tls_cert, *tls_key; /* the server's; NULL: tls->server */
 } rh_opts;
+
+/*
+ * Throwaway certificates made with the openssl CLI at test time, in a
+ * private temporary directory (nothing checked in): paths to PEM files.
+ */
+typedef struct rh_tls {
+    char dir[128];
+    char ca[160], ca_key[160];             /* the CA that signs all below */
+    char server[160], server_key[160];     /* DNS:localhost only */
+    char node[160], node_key[160];         /* DNS:localhost and IP:127.0.0.1 */
+    char expired[160], expired_key[160];   /* DNS:localhost, valid in 2020 */
+    char client[160], client_key[160];     /* a client certificate */
+    char other_ca[160];                    /* another CA, which signed: */
+    char stranger[160], stranger_key[160]; /* a client certificate */
+} rh_tls;
+
+/* Make the files above.  0, or -1 after printing why (openssl's output is
+ * in <dir>/openssl.log, printed too). */
+int rh_tls_make(rh_tls *t);
+
+/* Remove the directory. */
+void rh_tls_remove(rh_tls *t);
 
 typedef struct rh_server {
     pid_t pid;           /* 0 when not running */
@@ -46,7 +77,8 @@ typedef struct rh_server {
     char dir[128];       /* private working directory */
     char sock_path[160]; /* <dir>/redis.sock when opts.unix_socket */
     char log_path[160];  /* <dir>/redis.log: the server's stdout/stderr */
-    char url[64];        /* redis://127.0.0.1:<port> */
+    char url[64];        /* redis://127.0.0.1:<port>; with opts.tls
+                            rediss://localhost:<port> */
     redisContext *raw;   /* the harness's own client (rh_cmd); lazily opened */
     pid_t raw_pid;       /* process that opened raw: a forked child opens its
                             own instead of talking on the parent's socket */

@@ -98,7 +98,7 @@ static void more_malformed(void)
         "redis://127.0.0.1:",              /* empty port */
         "redis://127.0.0.1:63 79",         /* space in the port */
         "redis://127.0.0.1:6379/99999999", /* database out of range */
-        "rediss://127.0.0.1:6379",         /* TLS scheme: no TLS here */
+        "rediss://127.0.0.1:6379,redis://127.0.0.2:6379", /* TLS, plain */
         longurl,
     };
     int accepted = 0;

@@ -1,0 +1,119 @@
+/* Throwaway TLS certificates for test servers, made with the openssl CLI. */
+#include "rh_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Run in the directory ($1).  EC P-256 keys: fast to make.  The expired
+ * certificate goes through `openssl ca`, whose -startdate/-enddate set a
+ * validity window in the past (OpenSSL 3.0's x509 -req cannot). */
+static const char script[] =
+    "set -e\n"
+    "cd \"$1\"\n"
+    "key='-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes'\n"
+    "ca() {\n"
+    "  openssl req -x509 $key -keyout $1.key -out $1.pem -days 2 \\\n"
+    "    -subj /CN=$2\n"
+    "}\n"
+    "leaf() { # name cn san [ca]\n"
+    "  openssl req $key -keyout $1.key -out $1.csr -subj /CN=$2 \\\n"
+    "    ${3:+-addext subjectAltName=$3}\n"
+    "  openssl x509 -req -in $1.csr -CA ${4:-ca}.pem -CAkey ${4:-ca}.key \\\n"
+    "    -CAcreateserial -days 2 -copy_extensions copy -out $1.pem\n"
+    "}\n"
+    "ca ca lockweave-test-ca\n"
+    "ca other-ca lockweave-other-ca\n"
+    "leaf server localhost DNS:localhost\n"
+    "leaf node localhost DNS:localhost,IP:127.0.0.1\n"
+    "leaf client lockweave-client\n"
+    "leaf stranger lockweave-stranger '' other-ca\n"
+    "leaf expired localhost DNS:localhost\n"
+    "mkdir db\n"
+    ": > db/index.txt\n"
+    "echo 1000 > db/serial\n"
+    "printf '%s\\n' '[ca]' 'default_ca = lw' '[lw]' \\\n"
+    "  'database = db/index.txt' 'new_certs_dir = db' 'serial = db/serial' \\\n"
+    "  'default_md = sha256' 'policy = any' 'copy_extensions = copy' \\\n"
+    "  'unique_subject = no' '[any]' 'commonName = supplied' > ca.cnf\n"
+    "openssl ca -batch -config ca.cnf -cert ca.pem -keyfile ca.key \\\n"
+    "  -in expired.csr -out expired.pem -notext \\\n"
+    "  -startdate 20200101000000Z -enddate 20200102000000Z\n";
+
+static void path(char *out, size_t n, const rh_tls *t, const char *file)
+{
+    snprintf(out, n, "%s/%s", t->dir, file);
+}
+
+int rh_tls_make(rh_tls *t)
+{
+    const char *tmp = getenv("TMPDIR");
+    char log[200];
+    int status;
+    pid_t pid;
+
+    memset(t, 0, sizeof *t);
+    if (!tmp || !*tmp || strlen(tmp) > 60)
+        tmp = "/tmp";
+    snprintf(t->dir, sizeof t->dir, "%s/lw-tls-XXXXXX", tmp);
+    if (!mkdtemp(t->dir)) {
+        perror("redis harness: mkdtemp");
+        return -1;
+    }
+    path(log, sizeof log, t, "openssl.log");
+    pid = fork();
+    if (pid < 0) {
+        perror("redis harness: fork");
+        return -1;
+    }
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        execl("/bin/sh", "sh", "-c", script, "sh", t->dir, (char *)NULL);
+        _exit(127);
+    }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        char buf[4096];
+        FILE *f = fopen(log, "r");
+        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        buf[n] = '\0';
+        if (f)
+            fclose(f);
+        fprintf(stderr,
+                "redis harness: making test certificates with the openssl "
+                "CLI failed (status 0x%x; apt-get install openssl):\n%s\n",
+                status, buf);
+        rh_tls_remove(t);
+        return -1;
+    }
+    path(t->ca, sizeof t->ca, t, "ca.pem");
+    path(t->ca_key, sizeof t->ca_key, t, "ca.key");
+    path(t->server, sizeof t->server, t, "server.pem");
+    path(t->server_key, sizeof t->server_key, t, "server.key");
+    path(t->node, sizeof t->node, t, "node.pem");
+    path(t->node_key, sizeof t->node_key, t, "node.key");
+    path(t->expired, sizeof t->expired, t, "expired.pem");
+    path(t->expired_key, sizeof t->expired_key, t, "expired.key");
+    path(t->client, sizeof t->client, t, "client.pem");
+    path(t->client_key, sizeof t->client_key, t, "client.key");
+    path(t->other_ca, sizeof t->other_ca, t, "other-ca.pem");
+    path(t->stranger, sizeof t->stranger, t, "stranger.pem");
+    path(t->stranger_key, sizeof t->stranger_key, t, "stranger.key");
+    return 0;
+}
+
+void rh_tls_remove(rh_tls *t)
+{
+    if (t->dir[0])
+        rh__remove_tree(t->dir);
+    t->dir[0] = '\0';
+}
