@@ -8,6 +8,11 @@
  * caller CHECKs the result, so a machine without Redis fails the test instead
  * of skipping it.
  *
+ * With LW_TEST_TLS=1 in the environment every server serves TLS only (as
+ * with opts.tls, with a certificate for localhost and 127.0.0.1 from one
+ * CA made for the process) and LOCKWEAVE_TLS_CA_FILE names that CA: a test
+ * that reaches its servers through their url runs over TLS unchanged.
+ *
  * Start servers from the main thread: the server is told to die with the
  * thread that forked it (so a test killed by ctest's TIMEOUT leaves nothing
  * behind), and Linux ties that to the forking thread, not the process.

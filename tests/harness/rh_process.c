@@ -287,6 +287,13 @@ int rh_start(rh_server *s, const rh_opts *opts)
     memset(s, 0, sizeof *s);
     if (opts)
         s->opts = *opts;
+    if (s->opts.tls == NULL && getenv("LW_TEST_TLS") != NULL) {
+        /* Cluster nodes announce 127.0.0.1: a certificate that has it. */
+        if ((s->opts.tls = rh__tls_from_env()) == NULL)
+            return -1;
+        s->opts.tls_cert = s->opts.tls->node;
+        s->opts.tls_key = s->opts.tls->node_key;
+    }
     const char *exe = find_server();
     if (!exe)
         return -1;
