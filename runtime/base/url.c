@@ -158,6 +158,33 @@ static int parse_tcp(const char *s, const char *rest, struct lw_url *u,
     return LW_OK;
 }
 
+/* unix://[user:password@]/path[?db=N]: credentials end at the "@/" before
+ * the absolute path ('/' in a password is %-escaped, as in redis://).  A
+ * '?' not followed by db=N stays part of the path. */
+static int parse_unix(const char *s, const char *rest, struct lw_url *u,
+                      char *err, size_t errlen)
+{
+    const char *slash = strchr(rest, '/'), *q;
+    int bad = 0;
+
+    if (slash == NULL || (slash > rest && slash[-1] != '@'))
+        return fail(err, errlen, "unix socket path must be absolute", s);
+    if (slash > rest &&
+        parse_userinfo(rest, (size_t)(slash - 1 - rest), u, &bad) != 0)
+        return LW_ENOMEM;
+    if (bad)
+        return fail(err, errlen, "bad %-escape", s);
+    q = strrchr(slash, '?');
+    if (q != NULL && strncmp(q, "?db=", 4) == 0) {
+        if (parse_int(q + 4, strlen(q + 4), 0, 1000000, &u->db))
+            return fail(err, errlen, "database must be a number", s);
+    } else {
+        q = slash + strlen(slash);
+    }
+    u->path = strndup(slash, (size_t)(q - slash));
+    return u->path ? LW_OK : LW_ENOMEM;
+}
+
 /* lw__url_parse(), naming whole (the value it came from) in errors: an
  * element cut out of a list may hold only part of its credentials. */
 static int parse_one(const char *s, const char *whole, struct lw_url *u,
@@ -171,11 +198,10 @@ static int parse_one(const char *s, const char *whole, struct lw_url *u,
     if (strchr(s, ',') != NULL)
         return fail(err, errlen, "one URL expected, found a list", whole);
     if (strncmp(s, "unix://", 7) == 0) {
-        if (s[7] != '/')
-            return fail(err, errlen, "unix socket path must be absolute",
-                        whole);
-        u->path = strdup(s + 7);
-        return u->path ? LW_OK : LW_ENOMEM;
+        rc = parse_unix(whole, s + 7, u, err, errlen);
+        if (rc != LW_OK)
+            lw__url_free(u);
+        return rc;
     }
     u->tls = strncmp(s, "rediss://", 9) == 0;
     if (!u->tls && strncmp(s, "redis://", 8) != 0)
@@ -203,13 +229,20 @@ void lw__url_free(struct lw_url *u)
 
 void lw__url_describe(const struct lw_url *u, char *buf, size_t len)
 {
-    if (u->path != NULL)
-        snprintf(buf, len, "unix://%s%s", u->password ? "***@" : "", u->path);
-    else
+    const char *user = u->user ? u->user : "";
+    const char *at =
+        u->password ? (u->user ? ":***@" : "***@") : (u->user ? "@" : "");
+    char db[24] = "";
+
+    if (u->path != NULL) {
+        if (u->db != 0)
+            snprintf(db, sizeof db, "?db=%d", u->db);
+        snprintf(buf, len, "unix://%s%s%s%s", user, at, u->path, db);
+    } else {
         snprintf(buf, len, "%s://%s%s%s:%d/%d", u->tls ? "rediss" : "redis",
-                 u->user ? u->user : "",
-                 u->password ? ":***@" : (u->user ? "@" : ""), u->host, u->port,
+                 user, u->password && !u->user ? ":***@" : at, u->host, u->port,
                  u->db);
+    }
 }
 
 static char *dup_or_null(const char *s, int *oom)

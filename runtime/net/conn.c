@@ -590,11 +590,32 @@ void lw__conn_log_error(const redisReply *r)
     LW_STAT_ADD(redis_errors, 1);
 }
 
+int lw__conn_error_rc(const redisReply *r)
+{
+    lw__conn_log_error(r);
+    if (strncmp(r->str, "NOAUTH", 6) == 0) {
+        lw__log(LW_LOG_ERROR, "Redis wants a password: put it in the URL "
+                              "(redis://:password@host:port, "
+                              "unix://:password@/path)");
+        return LW_EAUTH;
+    }
+    if (strncmp(r->str, "NOPERM", 6) == 0) {
+        lw__log(LW_LOG_ERROR,
+                "the Redis ACL user may not run what lockweave needs "
+                "(scripts, and the keys under its prefix): see "
+                "docs/operations.md, \"Credentials and ACLs\"");
+        return LW_EAUTH;
+    }
+    return LW_EREDIS;
+}
+
+/* LW_OK when no reply in out is an error; else the first one's code
+ * (lw__conn_error_rc(), logged). */
 static int has_error(redisReply **out, int n)
 {
     for (int i = 0; i < n; i++)
         if (out[i]->type == REDIS_REPLY_ERROR) {
-            lw__conn_log_error(out[i]);
+            int rc = lw__conn_error_rc(out[i]);
             /* Only the router follows redirections: a plain URL that points
              * at a cluster node gets them as errors.  Say what to do. */
             if (strncmp(out[i]->str, "MOVED ", 6) == 0 ||
@@ -602,9 +623,9 @@ static int has_error(redisReply **out, int n)
                 lw__log(LW_LOG_ERROR,
                         "the server is a Redis Cluster node: use "
                         "LOCKWEAVE_REDIS_URL=redis+cluster://host:port");
-            return 1;
+            return rc;
         }
-    return 0;
+    return LW_OK;
 }
 
 int lw__conn_run(struct lw_conn *c, const struct lw_request *q,
@@ -628,9 +649,8 @@ int lw__conn_run(struct lw_conn *c, const struct lw_request *q,
     } while (x.again);
     *replayed = x.replayed;
     c->sent_us = x.sent ? x.sent_us : 0;
-    if (rc == LW_OK && !(q->flags & LW_REQ_RAW_ERRORS) && has_error(out, n)) {
+    if (rc == LW_OK && !(q->flags & LW_REQ_RAW_ERRORS) &&
+        (rc = has_error(out, n)) != LW_OK)
         lw__replies_free(out, n);
-        rc = LW_EREDIS;
-    }
     return rc;
 }

@@ -119,7 +119,8 @@ void lw__replies_free(redisReply **out, int n);
  * An I/O error on a connection that was already open is retried once on a
  * new one, since a killed or idle-timed-out connection says nothing about
  * the server; *replayed then tells the caller q may have run twice.
- * LW_OK; an error reply is LW_EREDIS (logged) unless LW_REQ_RAW_ERRORS;
+ * LW_OK; an error reply is LW_EREDIS or LW_EAUTH (lw__conn_error_rc(),
+ * logged) unless LW_REQ_RAW_ERRORS;
  * otherwise what lw__conn_ensure() returns, or LW_EREDIS, LW_ENOMEM.
  */
 int lw__conn_run(struct lw_conn *c, const struct lw_request *q,
@@ -163,5 +164,10 @@ int lw__conn_broke(struct lw_conn *c, struct lw_exchange *x, const char *what);
 /* Log and count an error reply (lw__conn_run() does it itself unless told
  * LW_REQ_RAW_ERRORS). */
 void lw__conn_log_error(const redisReply *r);
+
+/* The same, and the code the error reply r stands for: LW_EAUTH for NOAUTH
+ * (a password is needed) and NOPERM (the ACL user lacks a right), with a
+ * line saying which; LW_EREDIS for any other. */
+int lw__conn_error_rc(const redisReply *r);
 
 #endif
