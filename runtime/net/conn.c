@@ -207,7 +207,12 @@ int lw__conn_read_ready(struct lw_conn *c, void **r)
                    : redisGetReplyFromReader(c->ctx, r);
     while ((fed = tls_feed(c, 0)) > 0)
         ;
-    return fed < 0 ? REDIS_ERR : redisGetReplyFromReader(c->ctx, r);
+    /* A reply that came whole before the server hung up is still its
+     * reply, as a plain read() returns the bytes before the EOF; the
+     * session's error shows on the next read. */
+    if (redisGetReplyFromReader(c->ctx, r) != REDIS_OK)
+        return REDIS_ERR;
+    return *r == NULL && fed < 0 ? REDIS_ERR : REDIS_OK;
 }
 
 /* One command on a context that is being set up: LW_OK, LW_EREDIS when no

@@ -4,7 +4,6 @@
 #include <lockweave.h>
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -22,6 +21,7 @@
 struct lw_tls {
     SSL *ssl;
     int fd;
+    int block;      /* the next recv() may block (see lw__tls_read()) */
     int asked_cert; /* the server sent a CertificateRequest */
     int got_data;   /* a read returned application data */
     int rc;         /* the last failure: LW_EREDIS or LW_ETLS */
@@ -32,19 +32,21 @@ struct lw_tls {
  * The session reads and writes the socket through this BIO rather than
  * OpenSSL's socket BIO, which write()s: a server that hung up must cost an
  * EPIPE, not a SIGPIPE (conn.c's send() rule), so writes go out with
- * MSG_NOSIGNAL.  The fd is the BIO's data; closing it is the connection's.
+ * MSG_NOSIGNAL.  Every call is MSG_DONTWAIT, and the caller polls, but for
+ * a read with t->block set.  The session is the BIO's data; closing the
+ * socket is the connection's.
  */
 static BIO_METHOD *sock_method;
 static pthread_once_t method_once = PTHREAD_ONCE_INIT;
 
 static int sock_write(BIO *b, const char *p, int n)
 {
-    int fd = (int)(intptr_t)BIO_get_data(b);
+    const struct lw_tls *t = BIO_get_data(b);
     ssize_t k;
 
     BIO_clear_retry_flags(b);
     do
-        k = send(fd, p, (size_t)n, MSG_NOSIGNAL);
+        k = send(t->fd, p, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
     while (k < 0 && errno == EINTR);
     if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         BIO_set_retry_write(b);
@@ -53,12 +55,12 @@ static int sock_write(BIO *b, const char *p, int n)
 
 static int sock_read(BIO *b, char *p, int n)
 {
-    int fd = (int)(intptr_t)BIO_get_data(b);
+    const struct lw_tls *t = BIO_get_data(b);
     ssize_t k;
 
     BIO_clear_retry_flags(b);
     do
-        k = recv(fd, p, (size_t)n, 0);
+        k = recv(t->fd, p, (size_t)n, t->block ? 0 : MSG_DONTWAIT);
     while (k < 0 && errno == EINTR);
     if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         BIO_set_retry_read(b);
@@ -244,7 +246,7 @@ int lw__tls_open(struct lw_tls **out, struct ssl_ctx_st *ctx, int fd,
     const char *name = opts->server_name != NULL ? opts->server_name : host;
     struct lw_tls *t = calloc(1, sizeof *t);
     BIO *bio = NULL;
-    int flags, rc = LW_ENOMEM;
+    int rc = LW_ENOMEM;
 
     *out = NULL;
     snprintf(err, errlen, "out of memory");
@@ -252,17 +254,15 @@ int lw__tls_open(struct lw_tls **out, struct ssl_ctx_st *ctx, int fd,
     if (t == NULL || sock_method == NULL)
         goto cleanup;
     t->fd = fd;
-    flags = fcntl(fd, F_GETFL);
-    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-        snprintf(err, errlen, "TLS: %s", strerror(errno));
-        rc = LW_EREDIS;
-        goto cleanup;
-    }
     ERR_clear_error();
     if ((t->ssl = SSL_new(ctx)) == NULL || (bio = BIO_new(sock_method)) == NULL)
         goto cleanup;
-    BIO_set_data(bio, (void *)(intptr_t)fd);
+    BIO_set_data(bio, t);
     SSL_set_bio(t->ssl, bio, bio); /* the session owns the BIO from here */
+    /* Read whole records, and what follows them, in one recv(): not a
+     * header and then a body.  Draining reads until the socket is empty
+     * (lw__tls_read() with timeout 0) still leaves nothing buffered. */
+    SSL_set_read_ahead(t->ssl, 1);
     SSL_set_msg_callback(t->ssl, on_message);
     SSL_set_msg_callback_arg(t->ssl, t);
     if (set_name(t->ssl, name, !opts->insecure) != 0) {
@@ -339,16 +339,21 @@ static int do_read(struct lw_tls *t, void *arg)
 long lw__tls_read(struct lw_tls *t, char *buf, size_t cap, int timeout_ms)
 {
     struct sink s = {buf, cap > INT32_MAX ? INT32_MAX : (int)cap};
+    int64_t deadline_ms = timeout_ms > 0 ? lw__now_ms() + timeout_ms : -1;
 
-    /* SSL_read() comes first and poll() only when it wants more: bytes
-     * already decrypted are never left waiting on a socket that is quiet. */
-    return drive(t, do_read, &s, "read",
-                 timeout_ms > 0 ? lw__now_ms() + timeout_ms : -1);
-}
+    long n;
 
-int lw__tls_pending(const struct lw_tls *t)
-{
-    return SSL_pending(t->ssl) > 0;
+    /* Waiting for a reply with nothing buffered in the session: block in
+     * recv() itself, bounded by the socket's receive timeout (the command
+     * timeout, which conn.c sets), as a plain connection's read() does:
+     * one system call per reply, not a recv() that finds nothing, a poll()
+     * and another recv().  Otherwise SSL_read() comes first and poll() only
+     * when it wants more: bytes the session holds are never left waiting
+     * on a socket that is quiet. */
+    t->block = deadline_ms >= 0 && !SSL_has_pending(t->ssl);
+    n = drive(t, do_read, &s, "read", deadline_ms);
+    t->block = 0;
+    return n;
 }
 
 int lw__tls_error(const struct lw_tls *t, const char **what)

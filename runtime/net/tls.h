@@ -5,9 +5,10 @@
 
 /*
  * TLS over one connection's socket: the transport conn.c uses instead of
- * send()/read() for rediss:// endpoints.  The socket is non-blocking from
- * the handshake on; every call waits with poll() up to the timeout it is
- * given, so the connection's timeouts mean what they mean without TLS.
+ * send()/read() for rediss:// endpoints.  Every call waits with poll() up
+ * to the timeout it is given (a read for a reply blocks in recv() under the
+ * socket's receive timeout instead), so the connection's timeouts mean
+ * what they mean without TLS.
  * Nothing is ever written but what a call is asked to write: freeing a
  * session (in a forked child too) sends no close_notify.
  */
@@ -34,13 +35,10 @@ int lw__tls_write(struct lw_tls *t, const char *p, size_t n, int timeout_ms);
  * for the first byte; 0: only what has already arrived (after poll() said
  * readable).  Returns the count, 0 when nothing is there yet (timeout_ms 0
  * only), or -1 (lw__tls_error() says why: a timeout reads as EAGAIN's text,
- * like a socket's own receive timeout).  Decrypted bytes left in the
- * session are returned by the next call before it waits, and
- * lw__tls_pending() says whether there are any: poll() cannot see them. */
+ * like a socket's own receive timeout).  Bytes the session holds are
+ * returned by the next call before it waits: poll() cannot see them, so a
+ * caller that polls the socket reads with timeout 0 until it gets 0. */
 long lw__tls_read(struct lw_tls *t, char *buf, size_t cap, int timeout_ms);
-
-/* 1 when the session holds decrypted bytes not yet read. */
-int lw__tls_pending(const struct lw_tls *t);
 
 /* Why the last call failed: LW_EREDIS (I/O error, timeout, closed) or
  * LW_ETLS (a TLS alert or protocol error, e.g. a server that requires a
