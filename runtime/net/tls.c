@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 
 #include "base/clock.h"
+#include "base/fork.h"
 #include "base/tlsctx.h"
 
 struct lw_tls {
@@ -170,7 +171,8 @@ static int ssl_failed(struct lw_tls *t, int ret, const char *op)
 }
 
 /* Run one SSL call to completion: retried whenever the socket becomes ready
- * for what it wants, until deadline_ms.  >0 as the call returns it, or -1. */
+ * for what it wants, until deadline_ms.  >0 as the call returns it; 0 when
+ * deadline_ms < 0 (no waiting) and it would have to wait; or -1. */
 static int drive(struct lw_tls *t, int (*call)(struct lw_tls *, void *),
                  void *arg, const char *op, int64_t deadline_ms)
 {
@@ -189,11 +191,13 @@ static int drive(struct lw_tls *t, int (*call)(struct lw_tls *, void *),
             return 0; /* only what has already arrived */
         switch (wait_fd(t->fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT,
                         deadline_ms)) {
-        case 0:
+        case 0: {
+            char why[64];
             /* conn.c's io_error() words EAGAIN as its command timeout. */
+            snprintf(why, sizeof why, "TLS %s timed out", op);
             return fail(t, LW_EREDIS,
-                        strcmp(op, "read") == 0 ? strerror(EAGAIN)
-                                                : "TLS timed out");
+                        strcmp(op, "read") == 0 ? strerror(EAGAIN) : why);
+        }
         case -1:
             return fail(t, LW_EREDIS, strerror(errno));
         }
@@ -213,10 +217,25 @@ static void on_message(int write_p, int version, int content_type,
         t->asked_cert = 1;
 }
 
+/*
+ * Handshake steps run one at a time in the process: OpenSSL 3.0's
+ * certificate verification reads names it caches in the SSL_CTX's
+ * certificate store without the store's lock, while another handshake
+ * writes them under it.  A step never waits for the network (the socket is
+ * read and written with MSG_DONTWAIT, and drive() polls outside it), so
+ * this costs CPU time only, and only when a connection is made.
+ */
+static pthread_mutex_t handshake_mu = PTHREAD_MUTEX_INITIALIZER;
+
 static int do_connect(struct lw_tls *t, void *arg)
 {
+    int ret;
+
     (void)arg;
-    return SSL_connect(t->ssl);
+    pthread_mutex_lock(&handshake_mu);
+    ret = SSL_connect(t->ssl);
+    pthread_mutex_unlock(&handshake_mu);
+    return ret;
 }
 
 /* Check the server's certificate against name: an IP address (connecting
@@ -251,6 +270,7 @@ int lw__tls_open(struct lw_tls **out, struct ssl_ctx_st *ctx, int fd,
     *out = NULL;
     snprintf(err, errlen, "out of memory");
     pthread_once(&method_once, make_method);
+    lw__fork_register_mutex(&handshake_mu); /* a leaf: OpenSSL's own inside */
     if (t == NULL || sock_method == NULL)
         goto cleanup;
     t->fd = fd;
