@@ -185,11 +185,17 @@ static void not_redis(void)
     fake_start(&f, 1);
     snprintf(url, sizeof url, "redis://127.0.0.1:%d", f.port);
     fails("HTTP server on the port", url, LW_EREDIS, LW_EREDIS);
+    /* Over TLS its answer is no handshake. */
+    snprintf(url, sizeof url, "rediss://127.0.0.1:%d", f.port);
+    fails("HTTP server on a rediss:// port", url, LW_ETLS, LW_ETLS);
     fake_stop(&f);
 
     fake_start(&f, 0);
     snprintf(url, sizeof url, "redis://127.0.0.1:%d", f.port);
     fails("silent peer on the port", url, LW_EREDIS, LW_EREDIS);
+    /* A handshake that never ends is bounded by the connect timeout. */
+    snprintf(url, sizeof url, "rediss://127.0.0.1:%d", f.port);
+    fails("silent peer on a rediss:// port", url, LW_EREDIS, LW_EREDIS);
     fake_stop(&f);
 }
 
