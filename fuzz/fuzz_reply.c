@@ -488,27 +488,22 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
             listen(fk.listen_fd[i], 64) != 0)
             abort();
     }
-    if (getenv("FUZZ_REPLY_TLS") != NULL) {
+    /* One server on the unix socket, or over TLS on TCP (no TLS there). */
+    if (getenv("FUZZ_REPLY_TLS") != NULL)
         fk.tls = make_server_tls();
+    const char *s = fk.tls ? "s" : "";
+    if (fk.tls)
         snprintf(fk.url[0], sizeof fk.url[0], "rediss://127.0.0.1:%d",
                  fk.tcp_port);
-        snprintf(fk.url[1], sizeof fk.url[1], "%s", fk.url[0]);
-        snprintf(fk.url[2], sizeof fk.url[2],
-                 "rediss://127.0.0.1:%d,rediss://127.0.0.2:%d,"
-                 "rediss://127.0.0.3:%d",
-                 fk.tcp_port, fk.tcp_port, fk.tcp_port);
-        snprintf(fk.url[3], sizeof fk.url[3], "rediss+cluster://127.0.0.1:%d",
-                 fk.tcp_port);
-    } else {
+    else
         snprintf(fk.url[0], sizeof fk.url[0], "unix://%s", fk.path);
-        snprintf(fk.url[1], sizeof fk.url[1], "unix://%s", fk.path);
-        snprintf(fk.url[2], sizeof fk.url[2],
-                 "redis://127.0.0.1:%d,redis://127.0.0.2:%d,"
-                 "redis://127.0.0.3:%d",
-                 fk.tcp_port, fk.tcp_port, fk.tcp_port);
-        snprintf(fk.url[3], sizeof fk.url[3], "redis+cluster://127.0.0.1:%d",
-                 fk.tcp_port);
-    }
+    snprintf(fk.url[1], sizeof fk.url[1], "%s", fk.url[0]);
+    snprintf(fk.url[2], sizeof fk.url[2],
+             "redis%s://127.0.0.1:%d,redis%s://127.0.0.2:%d,"
+             "redis%s://127.0.0.3:%d",
+             s, fk.tcp_port, s, fk.tcp_port, s, fk.tcp_port);
+    snprintf(fk.url[3], sizeof fk.url[3], "redis%s+cluster://127.0.0.1:%d", s,
+             fk.tcp_port);
     atexit(remove_socket);
     if (pthread_create(&t, NULL, accept_loop, NULL) != 0)
         abort();

@@ -55,15 +55,21 @@ typedef struct rh_opts {
  * Throwaway certificates made with the openssl CLI at test time, in a
  * private temporary directory (nothing checked in): paths to PEM files.
  */
+#define RH_TLS_PATH 160 /* each path's size */
 typedef struct rh_tls {
     char dir[128];
-    char ca[160], ca_key[160];             /* the CA that signs all below */
-    char server[160], server_key[160];     /* DNS:localhost only */
-    char node[160], node_key[160];         /* DNS:localhost and IP:127.0.0.1 */
-    char expired[160], expired_key[160];   /* DNS:localhost, valid in 2020 */
-    char client[160], client_key[160];     /* a client certificate */
-    char other_ca[160];                    /* another CA, which signed: */
-    char stranger[160], stranger_key[160]; /* a client certificate */
+    /* the CA that signs all but the stranger */
+    char ca[RH_TLS_PATH], ca_key[RH_TLS_PATH];
+    /* servers: DNS:localhost; the node's also IP:127.0.0.1; the expired
+     * one's was valid in 2020 */
+    char server[RH_TLS_PATH], server_key[RH_TLS_PATH];
+    char node[RH_TLS_PATH], node_key[RH_TLS_PATH];
+    char expired[RH_TLS_PATH], expired_key[RH_TLS_PATH];
+    /* a client certificate */
+    char client[RH_TLS_PATH], client_key[RH_TLS_PATH];
+    /* another CA, and a client certificate it signed */
+    char other_ca[RH_TLS_PATH];
+    char stranger[RH_TLS_PATH], stranger_key[RH_TLS_PATH];
 } rh_tls;
 
 /* Make the files above.  0, or -1 after printing why (openssl's output is

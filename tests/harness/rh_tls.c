@@ -2,6 +2,7 @@
 #include "rh_internal.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,15 +45,30 @@ static const char script[] =
     "  -in expired.csr -out expired.pem -notext \\\n"
     "  -startdate 20200101000000Z -enddate 20200102000000Z\n";
 
-static void path(char *out, size_t n, const rh_tls *t, const char *file)
-{
-    snprintf(out, n, "%s/%s", t->dir, file);
-}
+/* Where each file goes in an rh_tls. */
+static const struct {
+    size_t at;
+    const char *name;
+} files[] = {
+    {offsetof(rh_tls, ca), "ca.pem"},
+    {offsetof(rh_tls, ca_key), "ca.key"},
+    {offsetof(rh_tls, server), "server.pem"},
+    {offsetof(rh_tls, server_key), "server.key"},
+    {offsetof(rh_tls, node), "node.pem"},
+    {offsetof(rh_tls, node_key), "node.key"},
+    {offsetof(rh_tls, expired), "expired.pem"},
+    {offsetof(rh_tls, expired_key), "expired.key"},
+    {offsetof(rh_tls, client), "client.pem"},
+    {offsetof(rh_tls, client_key), "client.key"},
+    {offsetof(rh_tls, other_ca), "other-ca.pem"},
+    {offsetof(rh_tls, stranger), "stranger.pem"},
+    {offsetof(rh_tls, stranger_key), "stranger.key"},
+};
 
 int rh_tls_make(rh_tls *t)
 {
     const char *tmp = getenv("TMPDIR");
-    char log[200];
+    char log[200], dir[sizeof t->dir];
     int status;
     pid_t pid;
 
@@ -64,7 +80,7 @@ int rh_tls_make(rh_tls *t)
         perror("redis harness: mkdtemp");
         return -1;
     }
-    path(log, sizeof log, t, "openssl.log");
+    snprintf(log, sizeof log, "%s/openssl.log", t->dir);
     pid = fork();
     if (pid < 0) {
         perror("redis harness: fork");
@@ -95,19 +111,10 @@ int rh_tls_make(rh_tls *t)
         rh_tls_remove(t);
         return -1;
     }
-    path(t->ca, sizeof t->ca, t, "ca.pem");
-    path(t->ca_key, sizeof t->ca_key, t, "ca.key");
-    path(t->server, sizeof t->server, t, "server.pem");
-    path(t->server_key, sizeof t->server_key, t, "server.key");
-    path(t->node, sizeof t->node, t, "node.pem");
-    path(t->node_key, sizeof t->node_key, t, "node.key");
-    path(t->expired, sizeof t->expired, t, "expired.pem");
-    path(t->expired_key, sizeof t->expired_key, t, "expired.key");
-    path(t->client, sizeof t->client, t, "client.pem");
-    path(t->client_key, sizeof t->client_key, t, "client.key");
-    path(t->other_ca, sizeof t->other_ca, t, "other-ca.pem");
-    path(t->stranger, sizeof t->stranger, t, "stranger.pem");
-    path(t->stranger_key, sizeof t->stranger_key, t, "stranger.key");
+    memcpy(dir, t->dir, sizeof dir); /* not read from what is written */
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        snprintf((char *)t + files[i].at, RH_TLS_PATH, "%s/%s", dir,
+                 files[i].name);
     return 0;
 }
 
