@@ -212,7 +212,17 @@ static uint8_t *with_port(const uint8_t *p, size_t n, size_t *outlen)
 
 static void *accept_loop(void *arg)
 {
+    sigset_t pipe;
+
     (void)arg;
+    /* The fake server's threads (this one and the connection threads it
+     * starts, which inherit the mask) write to clients that may have hung
+     * up, and OpenSSL's socket BIO uses write(): their SIGPIPE stays
+     * pending on them and is not a finding.  The runtime's threads do not
+     * inherit this mask. */
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, NULL);
     for (;;) {
         struct pollfd pfd[4];
         int which = 0;
