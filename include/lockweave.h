@@ -113,7 +113,8 @@ enum {
     LW_ECONFIG = -4,   /* bad LOCKWEAVE_REDIS_URL or lw_configure() values */
     LW_ENOMEM = -5,    /* out of memory */
     LW_EINVAL = -6,    /* bad argument: NULL or oversized key, bad duration */
-    LW_EAUTH = -7,     /* Redis refused AUTH or SELECT */
+    LW_EAUTH = -7,     /* Redis refused AUTH or SELECT, or a command for
+                          want of a password (NOAUTH) or a right (NOPERM) */
     LW_EFORKED = -8,   /* a lock held by the parent process, seen in a child */
     LW_EREPLICAS = -9, /* too few replicas confirmed the lock (wait_replicas) */
     LW_ESYSTEM = -10,  /* the system refused what lockweave needs: randomness
@@ -185,8 +186,9 @@ LW_API void lw_config_init(lw_config *cfg);
 
 /* Replace the process's configuration.  Not needed when the environment is
  * enough: the first guarded call reads it.  Thread-safe; connections are
- * reopened on next use.  Returns LW_OK, LW_ECONFIG (bad URL) or LW_ENOMEM; on
- * error the previous configuration stays. */
+ * reopened on next use.  Returns LW_OK, LW_ECONFIG (bad URL, or TLS files
+ * that cannot be used: logged) or LW_ENOMEM; on error the previous
+ * configuration stays. */
 LW_API int lw_configure(const lw_config *cfg);
 
 /* ------------------------------------------------------------------------ */

@@ -21,7 +21,8 @@ const char *lw_strerror(int code)
         return "invalid argument (empty, NULL or oversized key, bad "
                "duration)";
     case LW_EAUTH:
-        return "Redis refused AUTH or SELECT";
+        return "Redis refused the credentials or their rights (AUTH, "
+               "SELECT, NOAUTH, NOPERM)";
     case LW_EFORKED:
         return "lock belongs to the parent process (fork)";
     case LW_EREPLICAS:
