@@ -18,7 +18,8 @@ build=${LW_DEMO_BUILD_DIR:-$root/build/demo}
 # ---- 1. packages: the same helper as ./test.sh (installs only what is
 #         missing; apt-get update once, only then).
 .ci/ensure-packages.sh cmake ninja-build gcc clang-14 libclang-dev \
-  libhiredis-dev redis-server pkg-config libmicrohttpd-dev libsqlite3-dev
+  libhiredis-dev libssl-dev redis-server pkg-config libmicrohttpd-dev \
+  libsqlite3-dev
 
 # ---- 2. build: only what the demo runs.
 echo "demo: building (Release) in ${build#$root/}"

@@ -15,7 +15,7 @@ cd "$(dirname "$0")"
 # the install test renders the man pages.
 .ci/ensure-packages.sh cmake ninja-build gcc g++ clang-14 libclang-dev \
   libclang-rt-14-dev libhiredis-dev redis-server pkg-config \
-  libmicrohttpd-dev libsqlite3-dev valgrind groff-base
+  libmicrohttpd-dev libsqlite3-dev valgrind groff-base libssl-dev openssl
 
 jobs=${LW_TEST_JOBS:-2}
 generator=()
@@ -45,9 +45,10 @@ if [[ ${CI:-} == true ]]; then
   # allocator (GCC 12 and clang 14 alike) is not fork-safe — a child forked
   # while another thread is inside malloc deadlocks on the allocator's lock
   # in its first allocation, which glibc's malloc prevents with its own
-  # atfork handlers.  runtime_fork runs in the normal build above.
+  # atfork handlers.  runtime_fork (and runtime_tls_fork, the same over
+  # TLS) run in the normal build above.
   build_and_test build/sanitize -DCMAKE_BUILD_TYPE=Debug \
-    -DLW_SANITIZE=address,undefined -- -LE install -E '^runtime_fork$'
+    -DLW_SANITIZE=address,undefined -- -LE install -E '^runtime_(tls_)?fork$'
 
   # Each target replays fuzz/regress/ first, then fuzzes from a scratch copy
   # of its seed corpus; any crash, leak or timeout fails (fuzz/run.sh).

@@ -19,7 +19,7 @@ rounds=5
 [[ ${1:-} == --quick ]] && quick=(--quick) && rounds=2
 
 .ci/ensure-packages.sh cmake ninja-build gcc clang-14 libclang-dev \
-  libhiredis-dev redis-server pkg-config gnuplot-nox
+  libhiredis-dev libssl-dev redis-server pkg-config gnuplot-nox
 # (the harness's setup.sh installs its own: python3-redis, node, npm packages)
 
 cmake -S . -B "$out/cmake" -G Ninja -DCMAKE_BUILD_TYPE=Release \

@@ -36,7 +36,7 @@ if(EXISTS ${PROJECT_SOURCE_DIR}/cmake/LockweaveGenerate.cmake)
 endif()
 install(FILES ${LW_PACKAGE_FILES} DESTINATION ${LW_CMAKE_DIR})
 
-# pkg-config: the shared library by default; --static adds hiredis and
+# pkg-config: the shared library by default; --static adds hiredis, OpenSSL and
 # pthread for the archive.  The prefix is found relative to the .pc file, so
 # `cmake --install --prefix` anywhere gives a working package.
 file(RELATIVE_PATH LW_PC_UP /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)

@@ -36,6 +36,13 @@
  * input chose that in its queueing reply: a grant naming it is taken as it
  * is, with no round trip (seeds mailbox_*).
  *
+ * With FUZZ_REPLY_TLS=1 every endpoint is rediss:// (the single server on
+ * TCP too) and the fake server speaks TLS (a self-signed certificate made
+ * at start; the runtime does not verify it): the same streams then reach
+ * hiredis's reader through the TLS read path, written in records of
+ * 1 byte to 16 kB, so replies arrive split across records, several in
+ * one, and more than one read's worth decrypted at once.
+ *
  * Each input runs on a new thread, so no thread-local state (the per-thread
  * connection, acquire's memory of a key it just queued for, which sends the
  * next acquire of that key straight to the queueing script) carries over
@@ -45,6 +52,9 @@
 #include <lockweave.h>
 
 #include <errno.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -78,10 +88,12 @@ static struct {
     int tcp_port;
     char dir[64], path[108];
     char url[4][160]; /* per topology, see read_plan() */
+    SSL_CTX *tls;     /* FUZZ_REPLY_TLS=1: TCP connections speak TLS */
 } fk = {.mu = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 struct conn_arg {
     int fd, index;
+    int tls;     /* a TCP connection with fk.tls set */
     int hang_up; /* close at once instead of reading what the client sends */
     uint8_t *bytes;
     size_t len;
@@ -103,13 +115,49 @@ static void show_sent(int index, const char *p, ssize_t n)
     fputs(n > 300 ? "...\n" : "\n", stderr);
 }
 
+/* serve_conn() over TLS: the stream in records of varying size, then
+ * close_notify (EOF) or a hang-up, then whatever the client sends. */
+static void serve_tls(struct conn_arg *c)
+{
+    static const int sizes[] = {1, 3, 17, 512, 16384, 2};
+    SSL *ssl = SSL_new(fk.tls);
+    char sink[4096];
+    size_t off = 0;
+    int k = 0, n;
+
+    if (ssl == NULL || SSL_set_fd(ssl, c->fd) != 1 || SSL_accept(ssl) != 1)
+        goto done;
+    while (off < c->len) {
+        size_t chunk = (size_t)sizes[k++ % 6];
+        if (chunk > c->len - off)
+            chunk = c->len - off;
+        if (SSL_write(ssl, c->bytes + off, (int)chunk) <= 0)
+            goto done;
+        off += chunk;
+    }
+    if (c->hang_up)
+        goto done;
+    SSL_shutdown(ssl);
+    shutdown(c->fd, SHUT_WR);
+    while ((n = SSL_read(ssl, sink, sizeof sink)) > 0)
+        if (verbose)
+            show_sent(c->index, sink, n);
+done:
+    SSL_free(ssl);
+    close(c->fd);
+    c->fd = -1;
+}
+
 static void *serve_conn(void *p)
 {
     struct conn_arg *c = p;
     char sink[4096];
     size_t off = 0;
 
-    while (off < c->len) {
+    if (c->tls)
+        serve_tls(c);
+
+    while (c->fd >= 0 && off < c->len) {
         ssize_t n = send(c->fd, c->bytes + off, c->len - off, MSG_NOSIGNAL);
         if (n <= 0)
             break;
@@ -118,10 +166,10 @@ static void *serve_conn(void *p)
     /* EOF after the scripted replies.  Then either keep reading, so the
      * client's writes succeed, or hang up: its next write finds a closed
      * socket (EPIPE, and SIGPIPE unless the runtime prevents it). */
-    if (c->hang_up) {
+    if (c->fd >= 0 && c->hang_up) {
         close(c->fd);
         c->fd = -1;
-    } else
+    } else if (c->fd >= 0)
         shutdown(c->fd, SHUT_WR);
     for (ssize_t n; c->fd >= 0 && (n = read(c->fd, sink, sizeof sink)) > 0;)
         if (verbose)
@@ -164,7 +212,17 @@ static uint8_t *with_port(const uint8_t *p, size_t n, size_t *outlen)
 
 static void *accept_loop(void *arg)
 {
+    sigset_t pipe;
+
     (void)arg;
+    /* The fake server's threads (this one and the connection threads it
+     * starts, which inherit the mask) write to clients that may have hung
+     * up, and OpenSSL's socket BIO uses write(): their SIGPIPE stays
+     * pending on them and is not a finding.  The runtime's threads do not
+     * inherit this mask. */
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, NULL);
     for (;;) {
         struct pollfd pfd[4];
         int which = 0;
@@ -193,6 +251,7 @@ static void *accept_loop(void *arg)
             continue;
         }
         c->fd = fd;
+        c->tls = fk.tls != NULL && which > 0;
         c->index = k;
         c->hang_up = fk.hang_up;
         if (pthread_create(&t, NULL, serve_conn, c) != 0)
@@ -245,6 +304,33 @@ static struct plan read_plan(uint8_t b0, uint8_t b1)
     return p;
 }
 
+/* A server context with a fresh self-signed certificate for localhost;
+ * aborts on failure. */
+static SSL_CTX *make_server_tls(void)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    EVP_PKEY *key = EVP_EC_gen("P-256");
+    X509 *x = X509_new();
+
+    if (ctx == NULL || key == NULL || x == NULL ||
+        X509_set_version(x, 2) != 1 ||
+        ASN1_INTEGER_set(X509_get_serialNumber(x), 1) != 1 ||
+        X509_gmtime_adj(X509_getm_notBefore(x), 0) == NULL ||
+        X509_gmtime_adj(X509_getm_notAfter(x), 86400) == NULL ||
+        X509_set_pubkey(x, key) != 1 ||
+        X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
+                                   (const unsigned char *)"localhost", -1, -1,
+                                   0) != 1 ||
+        X509_set_issuer_name(x, X509_get_subject_name(x)) != 1 ||
+        X509_sign(x, key, EVP_sha256()) == 0 ||
+        SSL_CTX_use_certificate(ctx, x) != 1 ||
+        SSL_CTX_use_PrivateKey(ctx, key) != 1)
+        abort();
+    X509_free(x);
+    EVP_PKEY_free(key);
+    return ctx;
+}
+
 static void on_sigpipe(int sig)
 {
     (void)sig;
@@ -278,6 +364,7 @@ static void run_plan(const struct plan *p)
     cfg.command_timeout_ms = 50;
     cfg.wait_replicas = p->wait_replicas;
     cfg.wait_timeout_ms = 5;
+    cfg.tls_insecure = 1; /* the fake server's certificate is its own */
     if (lw_configure(&cfg) != LW_OK)
         abort();
 
@@ -411,12 +498,21 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
             listen(fk.listen_fd[i], 64) != 0)
             abort();
     }
-    snprintf(fk.url[0], sizeof fk.url[0], "unix://%s", fk.path);
-    snprintf(fk.url[1], sizeof fk.url[1], "unix://%s", fk.path);
+    /* One server on the unix socket, or over TLS on TCP (no TLS there). */
+    if (getenv("FUZZ_REPLY_TLS") != NULL)
+        fk.tls = make_server_tls();
+    const char *s = fk.tls ? "s" : "";
+    if (fk.tls)
+        snprintf(fk.url[0], sizeof fk.url[0], "rediss://127.0.0.1:%d",
+                 fk.tcp_port);
+    else
+        snprintf(fk.url[0], sizeof fk.url[0], "unix://%s", fk.path);
+    snprintf(fk.url[1], sizeof fk.url[1], "%s", fk.url[0]);
     snprintf(fk.url[2], sizeof fk.url[2],
-             "redis://127.0.0.1:%d,redis://127.0.0.2:%d,redis://127.0.0.3:%d",
-             fk.tcp_port, fk.tcp_port, fk.tcp_port);
-    snprintf(fk.url[3], sizeof fk.url[3], "redis+cluster://127.0.0.1:%d",
+             "redis%s://127.0.0.1:%d,redis%s://127.0.0.2:%d,"
+             "redis%s://127.0.0.3:%d",
+             s, fk.tcp_port, s, fk.tcp_port, s, fk.tcp_port);
+    snprintf(fk.url[3], sizeof fk.url[3], "redis%s+cluster://127.0.0.1:%d", s,
              fk.tcp_port);
     atexit(remove_socket);
     if (pthread_create(&t, NULL, accept_loop, NULL) != 0)

@@ -113,12 +113,15 @@ enum {
     LW_ECONFIG = -4,   /* bad LOCKWEAVE_REDIS_URL or lw_configure() values */
     LW_ENOMEM = -5,    /* out of memory */
     LW_EINVAL = -6,    /* bad argument: NULL or oversized key, bad duration */
-    LW_EAUTH = -7,     /* Redis refused AUTH or SELECT */
+    LW_EAUTH = -7,     /* Redis refused AUTH or SELECT, or a command for
+                          want of a password (NOAUTH) or a right (NOPERM) */
     LW_EFORKED = -8,   /* a lock held by the parent process, seen in a child */
     LW_EREPLICAS = -9, /* too few replicas confirmed the lock (wait_replicas) */
     LW_ESYSTEM = -10,  /* the system refused what lockweave needs: randomness
                           for lock tokens (getrandom), or a thread */
     LW_ESHUTDOWN = -11, /* lw_shutdown() ran while the lock was wanted */
+    LW_ETLS = -12,      /* rediss://: the TLS handshake failed or the server's
+                           certificate was not trusted (the log says why) */
 };
 
 /* A static English text for an LW_E... code ("unknown error" otherwise).
@@ -150,7 +153,10 @@ LW_API int lw_still_held(void);
 
 /*
  * Values for lw_configure().  Start from lw_config_init(), then change fields.
- * Strings are copied by lw_configure(); the caller keeps ownership.
+ * Strings are copied by lw_configure(); the caller keeps ownership.  Fields
+ * are only ever added at the end, zero meaning "environment or default", so
+ * code that starts from lw_config_init() keeps its meaning when the struct
+ * grows (the library reads the whole struct: rebuild against the new header).
  */
 typedef struct lw_config {
     const char *redis_url;  /* NULL: $LOCKWEAVE_REDIS_URL or the default */
@@ -161,6 +167,19 @@ typedef struct lw_config {
                                replicas have the lock, else fail; <= 0:
                                $LOCKWEAVE_WAIT_REPLICAS, or 0 (no WAIT) */
     int wait_timeout_ms;    /* <= 0: $LOCKWEAVE_WAIT_TIMEOUT_MS or 100 */
+    /* rediss:// only.  Files are read by lw_configure() (or the first guarded
+     * call): unreadable, or a key that does not match its certificate, is
+     * LW_ECONFIG.  NULL: the $LOCKWEAVE_TLS_... variable of the same name. */
+    const char *tls_ca_file;     /* PEM bundle of trusted CAs; with tls_ca_dir
+                                    NULL too: the system trust store */
+    const char *tls_ca_dir;      /* directory of hashed CA certificates */
+    const char *tls_cert_file;   /* client certificate (PEM, chain) for
+                                    mutual TLS; needs tls_key_file */
+    const char *tls_key_file;    /* its private key (PEM, unencrypted) */
+    const char *tls_server_name; /* name to verify and send as SNI; NULL: the
+                                    URL's host */
+    int tls_insecure;            /* > 0: do not verify the server (warned on
+                                    each connection); 0: $LOCKWEAVE_TLS_INSECURE */
 } lw_config;
 
 /* Fill *cfg with "use the environment and defaults".  Never fails. */
@@ -168,8 +187,9 @@ LW_API void lw_config_init(lw_config *cfg);
 
 /* Replace the process's configuration.  Not needed when the environment is
  * enough: the first guarded call reads it.  Thread-safe; connections are
- * reopened on next use.  Returns LW_OK, LW_ECONFIG (bad URL) or LW_ENOMEM; on
- * error the previous configuration stays. */
+ * reopened on next use.  Returns LW_OK, LW_ECONFIG (bad URL, or TLS files
+ * that cannot be used: logged) or LW_ENOMEM; on error the previous
+ * configuration stays. */
 LW_API int lw_configure(const lw_config *cfg);
 
 /* ------------------------------------------------------------------------ */

@@ -17,7 +17,7 @@ iters=4000
 [[ ${1:-} == --quick ]] && iters=500
 
 .ci/ensure-packages.sh cmake ninja-build gcc clang-14 libclang-dev \
-  libhiredis-dev redis-server redis-tools pkg-config
+  libhiredis-dev libssl-dev redis-server redis-tools pkg-config
 
 cmake -S . -B "$out/cmake" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DLW_BUILD_TESTS=OFF -DLW_BUILD_SAMPLES=OFF >/dev/null

@@ -31,7 +31,7 @@ qflag=()
 
 # ---- packages (only what is missing; the project's own helper)
 "$root/.ci/ensure-packages.sh" cmake ninja-build gcc clang-14 libclang-dev \
-  libhiredis-dev redis-server valgrind hyperfine duktape-dev jq
+  libhiredis-dev libssl-dev redis-server valgrind hyperfine duktape-dev jq
 
 # ---- build
 echo "micro: building (Release) in ${build#$root/}" >&2

@@ -30,7 +30,7 @@ done
 ((latency > 0)) && { iters=$((iters / 20)); citers=$((citers / 10)); }
 
 .ci/ensure-packages.sh cmake ninja-build gcc clang-14 libclang-dev \
-  libhiredis-dev redis-server pkg-config
+  libhiredis-dev libssl-dev redis-server pkg-config
 
 cmake -S . -B "$out/cmake" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DLW_BUILD_TESTS=OFF -DLW_BUILD_SAMPLES=OFF >/dev/null

@@ -43,6 +43,44 @@ static int env_int(const char *name, int min, int fallback)
     return (int)n;
 }
 
+/* A string setting: the lw_config field, else the environment variable
+ * (empty counts as unset), copied into *out.  0, or -1 out of memory. */
+static int str_setting(const char *field, const char *env, char **out)
+{
+    const char *v = field != NULL ? field : getenv(env);
+
+    *out = NULL;
+    if (v == NULL || *v == '\0')
+        return 0;
+    *out = strdup(v);
+    return *out != NULL ? 0 : -1;
+}
+
+/* The TLS settings and the SSL_CTX made from them: LW_OK, LW_ECONFIG (the
+ * file is named in the log) or LW_ENOMEM. */
+static int tls_settings(struct lw_settings *s, const lw_config *cfg)
+{
+    struct lw_tls_opts *o = &s->tls;
+    const char *insecure = getenv("LOCKWEAVE_TLS_INSECURE");
+
+    if (str_setting(cfg->tls_ca_file, "LOCKWEAVE_TLS_CA_FILE", &o->ca_file) ||
+        str_setting(cfg->tls_ca_dir, "LOCKWEAVE_TLS_CA_DIR", &o->ca_dir) ||
+        str_setting(cfg->tls_cert_file, "LOCKWEAVE_TLS_CERT_FILE",
+                    &o->cert_file) ||
+        str_setting(cfg->tls_key_file, "LOCKWEAVE_TLS_KEY_FILE",
+                    &o->key_file) ||
+        str_setting(cfg->tls_server_name, "LOCKWEAVE_TLS_SERVER_NAME",
+                    &o->server_name))
+        return LW_ENOMEM;
+    o->insecure = cfg->tls_insecure > 0 ||
+                  (insecure != NULL && strcmp(insecure, "1") == 0);
+    if (insecure != NULL && *insecure != '\0' && strcmp(insecure, "0") != 0 &&
+        strcmp(insecure, "1") != 0)
+        lw__log(LW_LOG_WARN, "ignoring LOCKWEAVE_TLS_INSECURE=%s: not 0 or 1",
+                insecure);
+    return lw__tlsctx_new(o, &s->ssl_ctx);
+}
+
 /* Build a snapshot; an unusable URL still yields one, carrying the error, so
  * the first guarded call can report LW_ECONFIG instead of crashing. */
 static struct lw_settings *settings_new(const lw_config *cfg)
@@ -85,12 +123,16 @@ static struct lw_settings *settings_new(const lw_config *cfg)
     s->error = lw__endpoints_parse(url, &s->ep, err, sizeof err);
     if (s->error == LW_ECONFIG)
         lw__log(LW_LOG_ERROR, "%s", err);
+    if (s->error == LW_OK && lw__endpoints_tls(&s->ep))
+        s->error = tls_settings(s, cfg);
     return s;
 }
 
 static void settings_free(struct lw_settings *s)
 {
     lw__endpoints_free(&s->ep);
+    lw__tls_opts_free(&s->tls);
+    lw__tlsctx_free(s->ssl_ctx);
     free(s->prefix);
     free(s);
 }

@@ -3,6 +3,7 @@
 
 #include <stddef.h>
 
+#include "base/tlsctx.h"
 #include "base/url.h"
 
 /*
@@ -21,6 +22,10 @@ struct lw_settings {
     int handoff_ms;      /* a waiter this old is handed the lock on release */
     int wait_replicas;   /* > 0: WAIT for this many replicas after SET */
     int wait_timeout_ms; /* how long that WAIT may take */
+    struct lw_tls_opts tls;     /* rediss:// only */
+    struct ssl_ctx_st *ssl_ctx; /* rediss://: built from tls when loaded,
+                                   shared by every connection (SSL_new() on
+                                   one SSL_CTX is thread-safe); else NULL */
     unsigned gen;
     struct lw_settings *older;
 };

@@ -13,15 +13,16 @@ const char *lw_strerror(int code)
         return "lock lost while held: lease expired or taken by another "
                "owner";
     case LW_ECONFIG:
-        return "bad lockweave configuration (LOCKWEAVE_REDIS_URL or "
-               "lw_configure)";
+        return "bad lockweave configuration (LOCKWEAVE_REDIS_URL, "
+               "LOCKWEAVE_TLS_... or lw_configure)";
     case LW_ENOMEM:
         return "out of memory";
     case LW_EINVAL:
         return "invalid argument (empty, NULL or oversized key, bad "
                "duration)";
     case LW_EAUTH:
-        return "Redis refused AUTH or SELECT";
+        return "Redis refused the credentials or their rights (AUTH, "
+               "SELECT, NOAUTH, NOPERM)";
     case LW_EFORKED:
         return "lock belongs to the parent process (fork)";
     case LW_EREPLICAS:
@@ -30,6 +31,8 @@ const char *lw_strerror(int code)
         return "the system refused randomness or a thread";
     case LW_ESHUTDOWN:
         return "lw_shutdown() ran while the lock was wanted";
+    case LW_ETLS:
+        return "TLS handshake or server certificate verification failed";
     default:
         return "unknown error";
     }

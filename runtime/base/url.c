@@ -158,6 +158,33 @@ static int parse_tcp(const char *s, const char *rest, struct lw_url *u,
     return LW_OK;
 }
 
+/* unix://[user:password@]/path[?db=N]: credentials end at the "@/" before
+ * the absolute path ('/' in a password is %-escaped, as in redis://).  A
+ * '?' not followed by db=N stays part of the path. */
+static int parse_unix(const char *s, const char *rest, struct lw_url *u,
+                      char *err, size_t errlen)
+{
+    const char *slash = strchr(rest, '/'), *q;
+    int bad = 0;
+
+    if (slash == NULL || (slash > rest && slash[-1] != '@'))
+        return fail(err, errlen, "unix socket path must be absolute", s);
+    if (slash > rest &&
+        parse_userinfo(rest, (size_t)(slash - 1 - rest), u, &bad) != 0)
+        return LW_ENOMEM;
+    if (bad)
+        return fail(err, errlen, "bad %-escape", s);
+    q = strrchr(slash, '?');
+    if (q != NULL && strncmp(q, "?db=", 4) == 0) {
+        if (parse_int(q + 4, strlen(q + 4), 0, 1000000, &u->db))
+            return fail(err, errlen, "database must be a number", s);
+    } else {
+        q = slash + strlen(slash);
+    }
+    u->path = strndup(slash, (size_t)(q - slash));
+    return u->path ? LW_OK : LW_ENOMEM;
+}
+
 /* lw__url_parse(), naming whole (the value it came from) in errors: an
  * element cut out of a list may hold only part of its credentials. */
 static int parse_one(const char *s, const char *whole, struct lw_url *u,
@@ -171,15 +198,16 @@ static int parse_one(const char *s, const char *whole, struct lw_url *u,
     if (strchr(s, ',') != NULL)
         return fail(err, errlen, "one URL expected, found a list", whole);
     if (strncmp(s, "unix://", 7) == 0) {
-        if (s[7] != '/')
-            return fail(err, errlen, "unix socket path must be absolute",
-                        whole);
-        u->path = strdup(s + 7);
-        return u->path ? LW_OK : LW_ENOMEM;
+        rc = parse_unix(whole, s + 7, u, err, errlen);
+        if (rc != LW_OK)
+            lw__url_free(u);
+        return rc;
     }
-    if (strncmp(s, "redis://", 8) != 0)
-        return fail(err, errlen, "scheme must be redis:// or unix://", whole);
-    rc = parse_tcp(whole, s + 8, u, err, errlen);
+    u->tls = strncmp(s, "rediss://", 9) == 0;
+    if (!u->tls && strncmp(s, "redis://", 8) != 0)
+        return fail(err, errlen,
+                    "scheme must be redis://, rediss:// or unix://", whole);
+    rc = parse_tcp(whole, s + (u->tls ? 9 : 8), u, err, errlen);
     if (rc != LW_OK)
         lw__url_free(u);
     return rc;
@@ -201,12 +229,20 @@ void lw__url_free(struct lw_url *u)
 
 void lw__url_describe(const struct lw_url *u, char *buf, size_t len)
 {
-    if (u->path != NULL)
-        snprintf(buf, len, "unix://%s%s", u->password ? "***@" : "", u->path);
-    else
-        snprintf(buf, len, "redis://%s%s%s:%d/%d", u->user ? u->user : "",
-                 u->password ? ":***@" : (u->user ? "@" : ""), u->host, u->port,
+    const char *user = u->user ? u->user : "";
+    const char *at =
+        u->password ? (u->user ? ":***@" : "***@") : (u->user ? "@" : "");
+    char db[24] = "";
+
+    if (u->path != NULL) {
+        if (u->db != 0)
+            snprintf(db, sizeof db, "?db=%d", u->db);
+        snprintf(buf, len, "unix://%s%s%s%s", user, at, u->path, db);
+    } else {
+        snprintf(buf, len, "%s://%s%s%s:%d/%d", u->tls ? "rediss" : "redis",
+                 user, u->password && !u->user ? ":***@" : at, u->host, u->port,
                  u->db);
+    }
 }
 
 static char *dup_or_null(const char *s, int *oom)
@@ -234,18 +270,20 @@ int lw__url_copy(struct lw_url *dst, const struct lw_url *src)
 }
 
 /* Parse one comma-separated element [p, p+n); cluster seeds are host:port
- * with optional userinfo, so they are read as redis:// URLs. */
-static int parse_element(const char *s, const char *p, size_t n, int cluster,
-                         struct lw_url *u, char *err, size_t errlen)
+ * with optional userinfo, so they are read as URLs of scheme seed (NULL: the
+ * element carries its own). */
+static int parse_element(const char *s, const char *p, size_t n,
+                         const char *seed, struct lw_url *u, char *err,
+                         size_t errlen)
 {
     char one[1024];
-    int rc;
+    int rc, cluster = seed != NULL;
 
     if (n == 0)
         return fail(err, errlen, "empty element in list", s);
-    if (n + 8 >= sizeof one)
+    if (n + (cluster ? strlen(seed) : 0) >= sizeof one)
         return fail(err, errlen, "element too long", s);
-    snprintf(one, sizeof one, "%s%.*s", cluster ? "redis://" : "", (int)n, p);
+    snprintf(one, sizeof one, "%s%.*s", cluster ? seed : "", (int)n, p);
     rc = parse_one(one, s, u, err, errlen);
     if (rc == LW_OK && cluster && (u->path != NULL || u->db != 0)) {
         lw__url_free(u);
@@ -342,14 +380,20 @@ static int distinct_masters(const struct lw_endpoints *e, char *err,
 int lw__endpoints_parse(const char *s, struct lw_endpoints *e, char *err,
                         size_t errlen)
 {
-    const char *p;
+    const char *p = s, *seed = NULL;
     int rc = LW_OK, cluster;
 
     memset(e, 0, sizeof *e);
     if (s == NULL || *s == '\0')
         return fail(err, errlen, "empty value", "");
-    cluster = strncmp(s, "redis+cluster://", 16) == 0;
-    p = cluster ? s + 16 : s;
+    if (strncmp(s, "redis+cluster://", 16) == 0) {
+        seed = "redis://";
+        p = s + 16;
+    } else if (strncmp(s, "rediss+cluster://", 17) == 0) {
+        seed = "rediss://";
+        p = s + 17;
+    }
+    cluster = seed != NULL;
     e->topology = cluster          ? LW_TOPO_CLUSTER
                   : strchr(s, ',') ? LW_TOPO_REDLOCK
                                    : LW_TOPO_SINGLE;
@@ -362,9 +406,18 @@ int lw__endpoints_parse(const char *s, struct lw_endpoints *e, char *err,
             rc = fail(err, errlen, "more than 16 endpoints", s);
             break;
         }
-        rc = parse_element(s, p, n, cluster, &e->urls[e->n], err, errlen);
+        rc = parse_element(s, p, n, seed, &e->urls[e->n], err, errlen);
         if (rc != LW_OK)
             break;
+        /* One list, one transport: a plain master beside TLS ones would
+         * send the lock's token in the clear to one of them. */
+        if (e->n > 0 && e->urls[e->n].tls != e->urls[0].tls) {
+            lw__url_free(&e->urls[e->n]);
+            rc = fail(err, errlen,
+                      "redis:// (or unix://) and rediss:// mixed in one list",
+                      s);
+            break;
+        }
         e->n++;
         if (p[n] == '\0')
             break;

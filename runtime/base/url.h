@@ -12,6 +12,7 @@ struct lw_url {
     char *user;     /* ACL user or NULL */
     char *password; /* NULL when no AUTH is wanted */
     int db;         /* SELECT index, 0 by default */
+    int tls;        /* 1: rediss:// (TLS over the TCP connection) */
 };
 
 /* Parse s into *u.  Returns LW_OK, LW_ECONFIG (with a reason in err) or
@@ -27,9 +28,9 @@ int lw__url_copy(struct lw_url *dst, const struct lw_url *src);
 
 /* How the endpoints of LOCKWEAVE_REDIS_URL are used. */
 enum lw_topology {
-    LW_TOPO_SINGLE,  /* redis://… or unix://…: one server */
-    LW_TOPO_CLUSTER, /* redis+cluster://h:p[,h:p…]: seed nodes of a cluster */
-    LW_TOPO_REDLOCK  /* redis://…,redis://…: independent masters, quorum */
+    LW_TOPO_SINGLE,  /* redis[s]://… or unix://…: one server */
+    LW_TOPO_CLUSTER, /* redis[s]+cluster://h:p[,h:p…]: seeds of a cluster */
+    LW_TOPO_REDLOCK  /* redis[s]://…,redis[s]://…: independent masters */
 };
 
 #define LW_ENDPOINTS_MAX 16
@@ -42,10 +43,18 @@ struct lw_endpoints {
 };
 
 /* Parse a whole LOCKWEAVE_REDIS_URL value.  Cluster seeds without
- * credentials take the first seed's user, password and database.  LW_OK,
+ * credentials take the first seed's user, password and database.  Every
+ * endpoint of a list is TLS or none is (a list that mixes them is refused,
+ * as is unix:// among rediss://).  LW_OK,
  * LW_ECONFIG (reason in err) or LW_ENOMEM; on error *e holds nothing. */
 int lw__endpoints_parse(const char *s, struct lw_endpoints *e, char *err,
                         size_t errlen);
 void lw__endpoints_free(struct lw_endpoints *e);
+
+/* 1 when the endpoints are reached over TLS (all of them, or none are). */
+static inline int lw__endpoints_tls(const struct lw_endpoints *e)
+{
+    return e->n > 0 && e->urls[0].tls;
+}
 
 #endif

@@ -544,7 +544,7 @@ int lw__queue_acquire(struct lw_lease *l, const lw_lock_opts *opts,
         hot.until_us = queued ? lw__now_us() + HOT_US : 0;
         hot.hash = key_hash(l);
     }
-    if (rc == LW_EREDIS)
+    if (rc == LW_EREDIS || rc == LW_EAUTH) /* EAUTH: NOPERM on the INCR */
         give_back(&a);
     if (rc == LW_OK) {
         /* The lease is measured from before the request: whatever the

@@ -22,6 +22,7 @@
 #include "base/stats.h"
 #include "base/thread.h"
 #include "net/script.h"
+#include "net/tls.h"
 
 #define BACKOFF_MIN_MS  10
 #define BACKOFF_MAX_MS  500
@@ -60,6 +61,8 @@ void lw__conn_drop(struct lw_conn *c)
 {
     /* In a forked child this closes only the child's copy of the socket; no
      * byte is written, so the parent's connection is untouched. */
+    lw__tls_free(c->tls);
+    c->tls = NULL;
     if (c->ctx != NULL)
         redisFree(c->ctx);
     c->ctx = NULL;
@@ -111,8 +114,28 @@ static const char *io_error(const struct lw_conn *c)
     return c->ctx->errstr;
 }
 
+/* The TLS session's last failure as c->ctx's I/O error, as hiredis would
+ * have set it for a plain socket; returns the session's code (LW_EREDIS or
+ * LW_ETLS). */
+static int tls_failed(struct lw_conn *c)
+{
+    const char *what;
+    int rc = lw__tls_error(c->tls, &what);
+
+    c->ctx->err = REDIS_ERR_IO;
+    snprintf(c->ctx->errstr, sizeof c->ctx->errstr, "%s", what);
+    return rc;
+}
+
 int lw__conn_send(struct lw_conn *c, const char *p, size_t n)
 {
+    if (c->tls != NULL) {
+        if (lw__tls_write(c->tls, p, n, lw__settings()->command_timeout_ms) ==
+            0)
+            return 0;
+        tls_failed(c);
+        return -1;
+    }
     /* send(MSG_NOSIGNAL), not hiredis's write(): a server that hung up
      * must cost an EPIPE, not the default SIGPIPE action — the death of the
      * user's process — and a library must not change the process's signal
@@ -135,6 +158,65 @@ int lw__conn_send(struct lw_conn *c, const char *p, size_t n)
     return 0;
 }
 
+/* Feed up to one read's worth of the TLS session (waiting up to timeout_ms;
+ * 0: only what has arrived) to hiredis's reader.  1 fed, 0 nothing there,
+ * -1 failed (c->ctx->errstr says why). */
+static int tls_feed(struct lw_conn *c, int timeout_ms)
+{
+    char buf[16 * 1024];
+    long n = lw__tls_read(c->tls, buf, sizeof buf, timeout_ms);
+
+    if (n < 0) {
+        tls_failed(c);
+        return -1;
+    }
+    if (n == 0)
+        return 0;
+    if (redisReaderFeed(c->ctx->reader, buf, (size_t)n) != REDIS_OK) {
+        c->ctx->err = REDIS_ERR_OOM;
+        snprintf(c->ctx->errstr, sizeof c->ctx->errstr, "out of memory");
+        return -1;
+    }
+    return 1;
+}
+
+/* The next reply on c, waiting up to the command timeout: redisGetReply()
+ * for a plain socket; over TLS, hiredis's reader is fed from the session.
+ * REDIS_OK or REDIS_ERR (c->ctx->errstr set), as redisGetReply(). */
+static int get_reply(struct lw_conn *c, void **r)
+{
+    if (c->tls == NULL)
+        return redisGetReply(c->ctx, r);
+    *r = NULL;
+    for (;;) {
+        if (redisGetReplyFromReader(c->ctx, r) != REDIS_OK)
+            return REDIS_ERR;
+        if (*r != NULL)
+            return REDIS_OK;
+        if (tls_feed(c, lw__settings()->command_timeout_ms) < 0)
+            return REDIS_ERR;
+    }
+}
+
+int lw__conn_read_ready(struct lw_conn *c, void **r)
+{
+    int fed;
+
+    *r = NULL;
+    if (c->tls == NULL) /* poll() said readable: this read() does not block */
+        return redisBufferRead(c->ctx) != REDIS_OK
+                   ? REDIS_ERR
+                   : redisGetReplyFromReader(c->ctx, r);
+    while ((fed = tls_feed(c, 0)) > 0)
+        ;
+    /* A reply that came whole before the server hung up is still its
+     * reply, as a plain read() returns the bytes before the EOF; the
+     * session's error shows on the next read. */
+    if (redisGetReplyFromReader(c->ctx, r) != REDIS_OK)
+        return REDIS_ERR;
+    return *r == NULL && fed < 0 ? REDIS_ERR : REDIS_OK;
+}
+
 /* One command on a context that is being set up: LW_OK, LW_EREDIS when no
  * reply came, or code for an error reply (LW_OK: an error reply is fine).
  * With keep, a reply is handed over there (the caller frees it). */
@@ -151,12 +233,14 @@ static int setup_cmd(struct lw_conn *c, int code, int argc, const char **argv,
     c->out.len = 0;
     if (lw__resp_cmd(&c->out, argc, argv, lens) != 0 ||
         lw__conn_send(c, c->out.p, c->out.len) != 0 ||
-        redisGetReply(c->ctx, (void **)&r) != REDIS_OK)
+        get_reply(c, (void **)&r) != REDIS_OK)
         r = NULL;
     c->out.len = 0;
     if (r == NULL) {
         snprintf(what, sizeof what, "%s failed: %s", argv[0], io_error(c));
-        rc = LW_EREDIS;
+        /* A server that wants a client certificate refuses a TLS 1.3
+         * client only after the handshake, with an alert: LW_ETLS. */
+        rc = c->tls != NULL ? lw__tls_error(c->tls, NULL) : LW_EREDIS;
     } else if (r->type == REDIS_REPLY_ERROR) {
         snprintf(what, sizeof what, "%s refused: %s", argv[0], r->str);
         rc = code;
@@ -237,6 +321,30 @@ static int handshake(struct lw_conn *c, const struct lw_url *u)
     return rc;
 }
 
+/* TLS on c's new socket; a failure is logged and counted as the
+ * connection's (the caller drops it). */
+static int start_tls(struct lw_conn *c, const struct lw_settings *s,
+                     const struct lw_url *u)
+{
+    char what[300], where[256];
+    int rc = lw__tls_open(&c->tls, s->ssl_ctx, c->ctx->fd, u->host, &s->tls,
+                          s->connect_timeout_ms, what, sizeof what);
+
+    if (rc != LW_OK) {
+        note_failure(c, rc, what);
+        return rc;
+    }
+    if (s->tls.insecure) {
+        lw__url_describe(u, where, sizeof where);
+        lw__log(LW_LOG_WARN,
+                "Redis %s: TLS without verifying the server's certificate "
+                "(LOCKWEAVE_TLS_INSECURE): anyone on the path can pose as "
+                "the server",
+                where);
+    }
+    return LW_OK;
+}
+
 int lw__conn_ensure(struct lw_conn *c)
 {
     const struct lw_settings *s = lw__settings();
@@ -277,7 +385,9 @@ int lw__conn_ensure(struct lw_conn *c)
     redisSetTimeout(c->ctx, tv_ms(s->command_timeout_ms));
     if (u->path == NULL) /* hiredis 0.14 fails it on unix sockets */
         redisEnableKeepAlive(c->ctx);
-    rc = handshake(c, u);
+    rc = u->tls ? start_tls(c, s, u) : LW_OK;
+    if (rc == LW_OK)
+        rc = handshake(c, u);
     if (rc != LW_OK) {
         lw__conn_drop(c);
         return rc;
@@ -437,11 +547,11 @@ static int read_replies(struct lw_conn *c, const struct lw_request *q,
     for (int i = 0; i < n; i++) {
         void *ok;
         if (q->flags & LW_REQ_ASKING) {
-            if (redisGetReply(c->ctx, &ok) != REDIS_OK)
+            if (get_reply(c, &ok) != REDIS_OK)
                 return -1;
             freeReplyObject(ok);
         }
-        if (redisGetReply(c->ctx, (void **)&out[i]) != REDIS_OK)
+        if (get_reply(c, (void **)&out[i]) != REDIS_OK)
             return -1;
     }
     return 0;
@@ -502,11 +612,32 @@ void lw__conn_log_error(const redisReply *r)
     LW_STAT_ADD(redis_errors, 1);
 }
 
+int lw__conn_error_rc(const redisReply *r)
+{
+    lw__conn_log_error(r);
+    if (strncmp(r->str, "NOAUTH", 6) == 0) {
+        lw__log(LW_LOG_ERROR, "Redis wants a password: put it in the URL "
+                              "(redis://:password@host:port, "
+                              "unix://:password@/path)");
+        return LW_EAUTH;
+    }
+    if (strncmp(r->str, "NOPERM", 6) == 0) {
+        lw__log(LW_LOG_ERROR,
+                "the Redis ACL user may not run what lockweave needs "
+                "(scripts, and the keys under its prefix): see "
+                "docs/operations.md, \"Credentials and ACLs\"");
+        return LW_EAUTH;
+    }
+    return LW_EREDIS;
+}
+
+/* LW_OK when no reply in out is an error; else the first one's code
+ * (lw__conn_error_rc(), logged). */
 static int has_error(redisReply **out, int n)
 {
     for (int i = 0; i < n; i++)
         if (out[i]->type == REDIS_REPLY_ERROR) {
-            lw__conn_log_error(out[i]);
+            int rc = lw__conn_error_rc(out[i]);
             /* Only the router follows redirections: a plain URL that points
              * at a cluster node gets them as errors.  Say what to do. */
             if (strncmp(out[i]->str, "MOVED ", 6) == 0 ||
@@ -514,9 +645,9 @@ static int has_error(redisReply **out, int n)
                 lw__log(LW_LOG_ERROR,
                         "the server is a Redis Cluster node: use "
                         "LOCKWEAVE_REDIS_URL=redis+cluster://host:port");
-            return 1;
+            return rc;
         }
-    return 0;
+    return LW_OK;
 }
 
 int lw__conn_run(struct lw_conn *c, const struct lw_request *q,
@@ -543,9 +674,8 @@ int lw__conn_run(struct lw_conn *c, const struct lw_request *q,
     } while (x.again);
     *replayed = x.replayed;
     c->sent_us = x.sent ? x.sent_us : 0;
-    if (rc == LW_OK && !(q->flags & LW_REQ_RAW_ERRORS) && has_error(out, n)) {
+    if (rc == LW_OK && !(q->flags & LW_REQ_RAW_ERRORS) &&
+        (rc = has_error(out, n)) != LW_OK)
         lw__replies_free(out, n);
-        rc = LW_EREDIS;
-    }
     return rc;
 }

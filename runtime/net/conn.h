@@ -14,7 +14,9 @@
  * mid-command; the watchdog owns its own.
  */
 struct lw_conn {
-    redisContext *ctx;
+    redisContext *ctx;         /* the socket, hiredis's reply reader, errstr */
+    struct lw_tls *tls;        /* rediss://: the session every byte goes through
+                                  (hiredis then never reads or writes ctx->fd) */
     const struct lw_url *url;  /* where to; NULL: the configured endpoint
                                   (the first of LOCKWEAVE_REDIS_URL).  Must
                                   outlive the connection. */
@@ -38,7 +40,7 @@ struct lw_conn *lw__conn_new(void);
 void lw__conn_free(struct lw_conn *c);
 
 /* This thread's connection to the configured endpoint, opened if needed. LW_OK,
- * LW_EREDIS, LW_EAUTH, LW_ECONFIG or LW_ENOMEM. */
+ * LW_EREDIS, LW_EAUTH, LW_ETLS, LW_ECONFIG or LW_ENOMEM. */
 int lw__conn_thread(struct lw_conn **out);
 
 /* Close this thread's connection (lw_shutdown); the next use reopens it. */
@@ -53,6 +55,13 @@ int lw__conn_send(struct lw_conn *c, const char *p, size_t n);
 
 /* Close after an I/O or protocol error; the next use reconnects. */
 void lw__conn_drop(struct lw_conn *c);
+
+/* After poll() said c's socket is readable: read what has arrived, without
+ * blocking, and hand over the next reply in *r if it is whole (NULL if not
+ * yet).  REDIS_OK, or REDIS_ERR with c->ctx->errstr set.  Over TLS it reads
+ * until the socket is empty, so nothing decrypted is left where poll()
+ * cannot see it. */
+int lw__conn_read_ready(struct lw_conn *c, void **r);
 
 /* Close after a failure noticed by a caller that drives c->ctx itself
  * (Redlock's parallel round trips): logged and counted like conn.c's own
@@ -113,7 +122,8 @@ void lw__replies_free(redisReply **out, int n);
  * An I/O error on a connection that was already open is retried once on a
  * new one, since a killed or idle-timed-out connection says nothing about
  * the server; *replayed then tells the caller q may have run twice.
- * LW_OK; an error reply is LW_EREDIS (logged) unless LW_REQ_RAW_ERRORS;
+ * LW_OK; an error reply is LW_EREDIS or LW_EAUTH (lw__conn_error_rc(),
+ * logged) unless LW_REQ_RAW_ERRORS;
  * otherwise what lw__conn_ensure() returns, or LW_EREDIS, LW_ENOMEM.
  */
 int lw__conn_run(struct lw_conn *c, const struct lw_request *q,
@@ -122,7 +132,8 @@ int lw__conn_run(struct lw_conn *c, const struct lw_request *q,
 /*
  * The same exchange in steps, for a caller that waits on several
  * connections at once (Redlock's parallel rounds): lw__conn_start() sends,
- * the caller reads the reply from c->ctx itself, then hands it to
+ * the caller polls c->ctx->fd and reads with lw__conn_read_ready(), then
+ * hands the reply to
  * lw__conn_noscript() or, when the connection broke, calls
  * lw__conn_broke().  Either may ask for the request to be started again
  * (x->again); both keep conn.c's replay and NOSCRIPT rules.  Zero x before
@@ -157,5 +168,10 @@ int lw__conn_broke(struct lw_conn *c, struct lw_exchange *x, const char *what);
 /* Log and count an error reply (lw__conn_run() does it itself unless told
  * LW_REQ_RAW_ERRORS). */
 void lw__conn_log_error(const redisReply *r);
+
+/* The same, and the code the error reply r stands for: LW_EAUTH for NOAUTH
+ * (a password is needed) and NOPERM (the ACL user lacks a right), with a
+ * line saying which; LW_EREDIS for any other. */
+int lw__conn_error_rc(const redisReply *r);
 
 #endif

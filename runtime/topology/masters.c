@@ -190,9 +190,7 @@ static void read_ready(struct round *rd, int i)
     redisContext *ctx = rd->m->conn[i]->ctx;
     void *r = NULL;
 
-    /* poll() said readable: this read() does not block. */
-    if (redisBufferRead(ctx) != REDIS_OK ||
-        redisGetReplyFromReader(ctx, &r) != REDIS_OK) {
+    if (lw__conn_read_ready(rd->m->conn[i], &r) != REDIS_OK) {
         rd->pending[i] = 0;
         rd->todo[i] = (unsigned char)lw__conn_broke(
             rd->m->conn[i], &rd->x[i],

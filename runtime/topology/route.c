@@ -346,11 +346,14 @@ int lw__route_run(const struct lw_settings *s, int slot,
             *sent_us = earlier(*sent_us, c->sent_us);
             if (q->flags & LW_REQ_RAW_ERRORS)
                 return LW_OK; /* the caller's to read, and to log */
+            rc = LW_OK;
             for (int i = 0; i < n; i++)
-                if (out[i]->type == REDIS_REPLY_ERROR)
-                    lw__conn_log_error(out[i]);
+                if (out[i]->type == REDIS_REPLY_ERROR) {
+                    int e = lw__conn_error_rc(out[i]);
+                    rc = rc == LW_OK ? e : rc;
+                }
             lw__replies_free(out, n);
-            return LW_EREDIS;
+            return rc;
         case REPLY_MOVED:
             lw__replies_free(out, n);
             lw__route_refresh(s);

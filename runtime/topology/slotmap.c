@@ -33,6 +33,7 @@ static int node_index(struct lw_slotmap *m, const char *host, size_t hostlen,
     u = &m->nodes[m->nnodes];
     memset(u, 0, sizeof *u);
     u->port = port;
+    u->tls = cred->tls; /* every node of a rediss+cluster:// is TLS */
     u->host = strndup(host, hostlen);
     u->user = cred->user ? strdup(cred->user) : NULL;
     u->password = cred->password ? strdup(cred->password) : NULL;

@@ -8,6 +8,11 @@
  * caller CHECKs the result, so a machine without Redis fails the test instead
  * of skipping it.
  *
+ * With LW_TEST_TLS=1 in the environment every server serves TLS only (as
+ * with opts.tls, with a certificate for localhost and 127.0.0.1 from one
+ * CA made for the process) and LOCKWEAVE_TLS_CA_FILE names that CA: a test
+ * that reaches its servers through their url runs over TLS unchanged.
+ *
  * Start servers from the main thread: the server is told to die with the
  * thread that forked it (so a test killed by ctest's TIMEOUT leaves nothing
  * behind), and Linux ties that to the forking thread, not the process.
@@ -24,6 +29,8 @@
 extern "C" {
 #endif
 
+struct rh_tls;
+
 /* How to run the server.  rh_opts_init() gives: no persistence, TCP only. */
 typedef struct rh_opts {
     int aof;              /* 1: appendonly yes + appendfsync always, so keys
@@ -35,7 +42,42 @@ typedef struct rh_opts {
      * {"--user", "alice", "on", ">secret", "~*", "&*", "+@all", NULL}.
      * The array must outlive the server (rh_restart() reuses it). */
     const char *const *extra_args;
+    /* Non-NULL: serve TLS only, with these files from rh_tls_make()
+     * (--port 0 --tls-port <port>).  The harness's own client then talks
+     * to the server over its unix socket, which this turns on. */
+    const struct rh_tls *tls;
+    const char *tls_auth_clients;   /* "no", "optional" or "yes"; NULL:
+                                       "optional" */
+    const char *tls_cert, *tls_key; /* the server's; NULL: tls->server */
 } rh_opts;
+
+/*
+ * Throwaway certificates made with the openssl CLI at test time, in a
+ * private temporary directory (nothing checked in): paths to PEM files.
+ */
+#define RH_TLS_PATH 160 /* each path's size */
+typedef struct rh_tls {
+    char dir[128];
+    /* the CA that signs all but the stranger */
+    char ca[RH_TLS_PATH], ca_key[RH_TLS_PATH];
+    /* servers: DNS:localhost; the node's also IP:127.0.0.1; the expired
+     * one's was valid in 2020 */
+    char server[RH_TLS_PATH], server_key[RH_TLS_PATH];
+    char node[RH_TLS_PATH], node_key[RH_TLS_PATH];
+    char expired[RH_TLS_PATH], expired_key[RH_TLS_PATH];
+    /* a client certificate */
+    char client[RH_TLS_PATH], client_key[RH_TLS_PATH];
+    /* another CA, and a client certificate it signed */
+    char other_ca[RH_TLS_PATH];
+    char stranger[RH_TLS_PATH], stranger_key[RH_TLS_PATH];
+} rh_tls;
+
+/* Make the files above.  0, or -1 after printing why (openssl's output is
+ * in <dir>/openssl.log, printed too). */
+int rh_tls_make(rh_tls *t);
+
+/* Remove the directory. */
+void rh_tls_remove(rh_tls *t);
 
 typedef struct rh_server {
     pid_t pid;           /* 0 when not running */
@@ -46,7 +88,8 @@ typedef struct rh_server {
     char dir[128];       /* private working directory */
     char sock_path[160]; /* <dir>/redis.sock when opts.unix_socket */
     char log_path[160];  /* <dir>/redis.log: the server's stdout/stderr */
-    char url[64];        /* redis://127.0.0.1:<port> */
+    char url[64];        /* redis://127.0.0.1:<port>; with opts.tls
+                            rediss://localhost:<port> */
     redisContext *raw;   /* the harness's own client (rh_cmd); lazily opened */
     pid_t raw_pid;       /* process that opened raw: a forked child opens its
                             own instead of talking on the parent's socket */

@@ -51,7 +51,8 @@ const char *rh_cli_path(void)
 static int create(rh_cluster *c, int replicas)
 {
     const char *cli = rh_cli_path();
-    const char *argv[RH_CLUSTER_MAX + 8];
+    const rh_tls *tls = rh__tls_from_env();
+    const char *argv[RH_CLUSTER_MAX + 16];
     char addr[RH_CLUSTER_MAX][32], reps[16];
     int n = 0, status;
     pid_t pid;
@@ -63,6 +64,15 @@ static int create(rh_cluster *c, int replicas)
     }
     snprintf(reps, sizeof reps, "%d", replicas);
     argv[n++] = cli;
+    if (tls != NULL) {
+        argv[n++] = "--tls";
+        argv[n++] = "--cacert";
+        argv[n++] = tls->ca;
+        argv[n++] = "--cert";
+        argv[n++] = tls->client;
+        argv[n++] = "--key";
+        argv[n++] = tls->client_key;
+    }
     argv[n++] = "--cluster";
     argv[n++] = "create";
     for (int i = 0; i < c->n; i++) {
@@ -114,32 +124,37 @@ static long info_field(rh_server *s, const char *field)
     return v;
 }
 
-/* The port serving each slot according to s, in owner[]; 0 or -1. */
-static int slots_of(rh_server *s, int *owner)
+/* Which of c's nodes serves each slot according to s, in owner[] (-1: a
+ * node not ours).  Nodes are told apart by ID, not by the port in the
+ * reply: a TLS-only node tells a client on its unix socket port 0 (its
+ * plaintext port).  0 or -1. */
+static int slots_of(rh_cluster *c, rh_server *s, int *owner)
 {
     redisReply *r = rh_cmd(s, "CLUSTER SLOTS");
     int ok = r != NULL && r->type == REDIS_REPLY_ARRAY;
 
     for (int i = 0; i < 16384; i++)
-        owner[i] = 0;
+        owner[i] = -1;
     for (size_t i = 0; ok && i < r->elements; i++) {
-        redisReply *e = r->element[i];
-        if (e->elements < 3 || e->element[2]->elements < 2)
+        redisReply *e = r->element[i], *m;
+        int who = -1;
+        if (e->elements < 3 || e->element[2]->elements < 3)
             continue;
+        m = e->element[2]->element[2];
+        for (int j = 0; j < c->n; j++)
+            if (m->type == REDIS_REPLY_STRING && strcmp(m->str, c->id[j]) == 0)
+                who = j;
         for (long long k = e->element[0]->integer;
              k <= e->element[1]->integer && k < 16384; k++)
-            owner[k] = (int)e->element[2]->element[1]->integer;
+            owner[k] = who;
     }
     freeReplyObject(r);
     return ok ? 0 : -1;
 }
 
-static rh_server *by_port(rh_cluster *c, int port)
+static rh_server *by_index(rh_cluster *c, int i)
 {
-    for (int i = 0; i < c->n; i++)
-        if (c->node[i].port == port)
-            return &c->node[i];
-    return NULL;
+    return i >= 0 && i < c->n ? &c->node[i] : NULL;
 }
 
 static rh_server *any_live(rh_cluster *c)
@@ -165,23 +180,21 @@ static int settled(rh_cluster *c, char *why, size_t n)
             snprintf(why, n, "node %d not ok", s->port);
             return 0;
         }
-        if (slots_of(s, ref ? other : first) != 0) {
+        if (slots_of(c, s, ref ? other : first) != 0) {
             snprintf(why, n, "node %d: no CLUSTER SLOTS", s->port);
             return 0;
         }
         if (ref == NULL) {
             ref = s;
             for (int k = 0; k < 16384; k++) {
-                rh_server *o = by_port(c, first[k]);
+                rh_server *o = by_index(c, first[k]);
                 if (o == NULL) {
                     /* Another test's node: a port race mixed clusters. */
-                    snprintf(why, n, "slot %d served by foreign :%d", k,
-                             first[k]);
+                    snprintf(why, n, "slot %d served by a foreign node", k);
                     return -1;
                 }
                 if (o->pid <= 0) {
-                    snprintf(why, n, "slot %d served by %d (dead)", k,
-                             first[k]);
+                    snprintf(why, n, "slot %d served by %d (dead)", k, o->port);
                     return 0;
                 }
             }
@@ -240,9 +253,23 @@ static int wait_replicas_synced(rh_cluster *c, int timeout_ms)
     return 0;
 }
 
+/* CLUSTER MYID of node i, kept in c->id[i]; 0 or -1. */
+static int node_id(rh_cluster *c, int i)
+{
+    redisReply *r = rh_cmd(&c->node[i], "CLUSTER MYID");
+    int ok =
+        r != NULL && r->type == REDIS_REPLY_STRING && r->len < sizeof c->id[i];
+
+    if (ok)
+        snprintf(c->id[i], sizeof c->id[i], "%s", r->str);
+    freeReplyObject(r);
+    return ok ? 0 : -1;
+}
+
 /* One try at starting the cluster; 0 or -1 (servers stopped). */
 static int start_once(rh_cluster *c)
 {
+    const rh_tls *tls = rh__tls_from_env();
     rh_opts o;
     int len;
 
@@ -257,16 +284,23 @@ static int start_once(rh_cluster *c)
             c->args[i][k++] = *a;
         c->args[i][k++] = "--cluster-port";
         c->args[i][k++] = c->bus_port[i];
+        if (tls != NULL) { /* the bus and replication over TLS too */
+            c->args[i][k++] = "--tls-cluster";
+            c->args[i][k++] = "yes";
+            c->args[i][k++] = "--tls-replication";
+            c->args[i][k++] = "yes";
+        }
         c->args[i][k] = NULL;
         rh_opts_init(&o);
         o.extra_args = c->args[i];
-        if (rh_start(&c->node[i], &o) != 0)
+        if (rh_start(&c->node[i], &o) != 0 || node_id(c, i) != 0)
             goto fail;
     }
     if (create(c, c->n / c->masters - 1) != 0 || rh_cluster_wait_ok(c, 30000) ||
         wait_replicas_synced(c, 30000))
         goto fail;
-    len = snprintf(c->url, sizeof c->url, "redis+cluster://");
+    len = snprintf(c->url, sizeof c->url, "%s",
+                   tls ? "rediss+cluster://" : "redis+cluster://");
     for (int i = 0; i < c->n; i++)
         len += snprintf(c->url + len, sizeof c->url - (size_t)len,
                         "%s127.0.0.1:%d", i ? "," : "", c->node[i].port);
@@ -311,9 +345,9 @@ rh_server *rh_cluster_master_of(rh_cluster *c, int slot)
     static int owner[16384];
     rh_server *s = any_live(c);
 
-    if (s == NULL || slot < 0 || slot >= 16384 || slots_of(s, owner) != 0)
+    if (s == NULL || slot < 0 || slot >= 16384 || slots_of(c, s, owner) != 0)
         return NULL;
-    return by_port(c, owner[slot]);
+    return by_index(c, owner[slot]);
 }
 
 rh_server *rh_cluster_kill_master_of(rh_cluster *c, int slot, int timeout_ms)

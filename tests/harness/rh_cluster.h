@@ -6,7 +6,9 @@
  * seconds, and with cluster-require-full-coverage off, so slots whose master
  * is alive keep serving while another master fails over.
  *
- * Start it from the main thread (see redis_harness.h).
+ * Start it from the main thread (see redis_harness.h).  With LW_TEST_TLS=1
+ * (see redis_harness.h) every node serves TLS only, the cluster bus and
+ * replication included, and url is rediss+cluster://.
  */
 #ifndef LW_RH_CLUSTER_H
 #define LW_RH_CLUSTER_H
@@ -24,7 +26,8 @@ typedef struct rh_cluster {
     int n;       /* servers */
     int masters; /* as created; roles change with failovers */
     rh_server node[RH_CLUSTER_MAX];
-    const char *args[RH_CLUSTER_MAX][16]; /* each node's extra_args */
+    const char *args[RH_CLUSTER_MAX][24]; /* each node's extra_args */
+    char id[RH_CLUSTER_MAX][48];          /* each node's CLUSTER MYID */
     char bus_port[RH_CLUSTER_MAX][12];    /* its cluster bus port */
     char url[RH_CLUSTER_MAX * 24 + 32];   /* redis+cluster://h:p,h:p,... */
 } rh_cluster;

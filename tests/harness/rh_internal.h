@@ -22,4 +22,10 @@ int rh__terminate(pid_t pid, int grace_ms);
 
 void rh__sleep_ms(int ms);
 
+/* With LW_TEST_TLS=1 in the environment: the certificates every server of
+ * this process serves TLS with (made on first call, removed at exit), and
+ * LOCKWEAVE_TLS_CA_FILE set to their CA unless already set.  NULL without
+ * it, or when they could not be made (printed). */
+const rh_tls *rh__tls_from_env(void);
+
 #endif

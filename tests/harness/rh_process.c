@@ -127,7 +127,20 @@ static int spawn(rh_server *s, const char *exe)
     int n = 0;
     argv[n++] = exe;
     argv[n++] = "--port";
-    argv[n++] = port;
+    argv[n++] = s->opts.tls ? "0" : port;
+    if (s->opts.tls) {
+        argv[n++] = "--tls-port";
+        argv[n++] = port;
+        argv[n++] = "--tls-cert-file";
+        argv[n++] = s->opts.tls_cert ? s->opts.tls_cert : s->opts.tls->server;
+        argv[n++] = "--tls-key-file";
+        argv[n++] = s->opts.tls_key ? s->opts.tls_key : s->opts.tls->server_key;
+        argv[n++] = "--tls-ca-cert-file";
+        argv[n++] = s->opts.tls->ca;
+        argv[n++] = "--tls-auth-clients";
+        argv[n++] =
+            s->opts.tls_auth_clients ? s->opts.tls_auth_clients : "optional";
+    }
     argv[n++] = "--bind";
     argv[n++] = "127.0.0.1";
     argv[n++] = "--dir";
@@ -146,7 +159,7 @@ static int spawn(rh_server *s, const char *exe)
         argv[n++] = "--appendfsync";
         argv[n++] = "always";
     }
-    if (s->opts.unix_socket) {
+    if (s->opts.unix_socket || s->opts.tls) {
         argv[n++] = "--unixsocket";
         argv[n++] = s->sock_path;
         argv[n++] = "--unixsocketperm";
@@ -243,7 +256,10 @@ static int wait_ready(rh_server *s)
 
 static int start_on_port(rh_server *s, const char *exe)
 {
-    snprintf(s->url, sizeof s->url, "redis://127.0.0.1:%d", s->port);
+    if (s->opts.tls)
+        snprintf(s->url, sizeof s->url, "rediss://localhost:%d", s->port);
+    else
+        snprintf(s->url, sizeof s->url, "redis://127.0.0.1:%d", s->port);
     if (spawn(s, exe) != 0)
         return FAILED;
     int r = wait_ready(s);
@@ -271,6 +287,13 @@ int rh_start(rh_server *s, const rh_opts *opts)
     memset(s, 0, sizeof *s);
     if (opts)
         s->opts = *opts;
+    if (s->opts.tls == NULL && getenv("LW_TEST_TLS") != NULL) {
+        /* Cluster nodes announce 127.0.0.1: a certificate that has it. */
+        if ((s->opts.tls = rh__tls_from_env()) == NULL)
+            return -1;
+        s->opts.tls_cert = s->opts.tls->node;
+        s->opts.tls_key = s->opts.tls->node_key;
+    }
     const char *exe = find_server();
     if (!exe)
         return -1;

@@ -96,7 +96,11 @@ int main(void)
     o.extra_args = acl;
     CHECK_EQ(rh_start(&srv, &o), 0);
     waiters(srv.url);
-    snprintf(url, sizeof url, "redis://nopop:x@127.0.0.1:%d", srv.port);
+    /* The same URL (rediss:// too, under LW_TEST_TLS) as user "nopop". */
+    const char *rest = strstr(srv.url, "://");
+    CHECK(rest != NULL);
+    snprintf(url, sizeof url, "%.*s://nopop:x@%s", (int)(rest - srv.url),
+             srv.url, rest + 3);
     waiters(url);
 
     use_server(&srv);

@@ -98,7 +98,7 @@ static void more_malformed(void)
         "redis://127.0.0.1:",              /* empty port */
         "redis://127.0.0.1:63 79",         /* space in the port */
         "redis://127.0.0.1:6379/99999999", /* database out of range */
-        "rediss://127.0.0.1:6379",         /* TLS scheme: no TLS here */
+        "rediss://127.0.0.1:6379,redis://127.0.0.2:6379", /* TLS, plain */
         longurl,
     };
     int accepted = 0;
@@ -185,11 +185,17 @@ static void not_redis(void)
     fake_start(&f, 1);
     snprintf(url, sizeof url, "redis://127.0.0.1:%d", f.port);
     fails("HTTP server on the port", url, LW_EREDIS, LW_EREDIS);
+    /* Over TLS its answer is no handshake. */
+    snprintf(url, sizeof url, "rediss://127.0.0.1:%d", f.port);
+    fails("HTTP server on a rediss:// port", url, LW_ETLS, LW_ETLS);
     fake_stop(&f);
 
     fake_start(&f, 0);
     snprintf(url, sizeof url, "redis://127.0.0.1:%d", f.port);
     fails("silent peer on the port", url, LW_EREDIS, LW_EREDIS);
+    /* A handshake that never ends is bounded by the connect timeout. */
+    snprintf(url, sizeof url, "rediss://127.0.0.1:%d", f.port);
+    fails("silent peer on a rediss:// port", url, LW_EREDIS, LW_EREDIS);
     fake_stop(&f);
 }
 
@@ -237,22 +243,35 @@ static void acl_users(void)
     snprintf(url, sizeof url, "redis://off_user:pw@127.0.0.1:%d", srv.port);
     fails("disabled ACL user", url, LW_EAUTH, LW_EAUTH);
     /* Authenticated, but may not run scripts or touch lock:*: not our
-     * key space.  Refused by Redis (NOPERM): never a body run. */
+     * key space.  Refused by Redis (NOPERM): LW_EAUTH, never a body run. */
     snprintf(url, sizeof url, "redis://readonly:pw@127.0.0.1:%d", srv.port);
-    fails("ACL user without write rights", url, LW_EAUTH, LW_EREDIS);
+    fails("ACL user without write rights", url, LW_EAUTH, LW_EAUTH);
     snprintf(url, sizeof url, "redis://otherkeys:pw@127.0.0.1:%d", srv.port);
-    fails("ACL user limited to other keys", url, LW_EAUTH, LW_EREDIS);
+    fails("ACL user limited to other keys", url, LW_EAUTH, LW_EAUTH);
     snprintf(url, sizeof url, "redis://locker:pw@127.0.0.1:%d", srv.port);
     works("ACL user with the rights lockweave needs", url);
 }
 
-/* unix:// has no place for credentials: against a server that requires a
- * password it fails closed. */
+/* unix:// without credentials, against a server that requires a password,
+ * fails closed (NOAUTH: LW_EAUTH); with them it gets in, an ACL user and a
+ * database too. */
 static void unix_socket_with_password(void)
 {
     char url[256];
     snprintf(url, sizeof url, "unix://%s", srv.sock_path);
-    fails("unix:// to a password-protected server", url, LW_EAUTH, LW_EREDIS);
+    fails("unix:// to a password-protected server", url, LW_EAUTH, LW_EAUTH);
+    snprintf(url, sizeof url, "unix://:wrong@%s", srv.sock_path);
+    fails("unix:// with a wrong password", url, LW_EAUTH, LW_EAUTH);
+    snprintf(url, sizeof url, "unix://:p%%40ss:w%%2Frd%%25@%s", srv.sock_path);
+    works("unix:// with the password", url);
+    snprintf(url, sizeof url, "unix://locker:pw@%s?db=3", srv.sock_path);
+    works("unix:// as an ACL user, database 3", url);
+    redisReply *r = rh_cmd(&srv, "SELECT 3");
+    CHECK(r && r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    CHECK_EQ(rh_cmd_int(&srv, "EXISTS {lockweave}lock:fences"), 1);
+    r = rh_cmd(&srv, "SELECT 0");
+    freeReplyObject(r);
 }
 
 int main(void)

@@ -362,6 +362,53 @@ static void endpoints(void)
     CHECK_MSG(strstr(err, "pw1") == NULL, "password in \"%s\"", err);
 }
 
+/* rediss:// marks the endpoint TLS, in every topology; one list is all TLS
+ * or none.  unix:// carries credentials and a database too. */
+static void tls_and_unix(void)
+{
+    struct lw_endpoints e;
+    char buf[256], err[512] = "";
+
+    ep_ok("rediss://:pw@a:1/2", LW_TOPO_SINGLE, 1, &e);
+    check_url(&e.urls[0], "a", 1, NULL, "pw");
+    CHECK_EQ(e.urls[0].tls, 1);
+    CHECK(lw__endpoints_tls(&e));
+    lw__url_describe(&e.urls[0], buf, sizeof buf);
+    CHECK_STR(buf, "rediss://:***@a:1/2");
+    lw__endpoints_free(&e);
+    ep_ok("redis://a:1", LW_TOPO_SINGLE, 1, &e);
+    CHECK(!lw__endpoints_tls(&e));
+    lw__endpoints_free(&e);
+    ep_ok("rediss+cluster://:pw@a:1,b:2", LW_TOPO_CLUSTER, 2, &e);
+    CHECK(e.urls[0].tls && e.urls[1].tls);
+    check_url(&e.urls[1], "b", 2, NULL, "pw");
+    lw__endpoints_free(&e);
+    ep_ok("rediss://a:1,rediss://b:2,rediss://c:3", LW_TOPO_REDLOCK, 3, &e);
+    CHECK(e.urls[0].tls && e.urls[1].tls && e.urls[2].tls);
+    lw__endpoints_free(&e);
+    ep_bad("rediss://:secret@a:1,redis://b:2", "mixed");
+    ep_bad("redis://a:1,rediss://b:2", "mixed");
+    ep_bad("rediss://a:1,unix:///s", "mixed");
+    CHECK_RC(lw__endpoints_parse("rediss://:secret@a:1,redis://b:2", &e, err,
+                                 sizeof err),
+             LW_ECONFIG);
+    CHECK_MSG(strstr(err, "secret") == NULL, "\"%s\"", err);
+
+    ok("unix://:pw@/tmp/r.sock", NULL, 0, "/tmp/r.sock", NULL, "pw", 0);
+    ok("unix://alice:p%2Fw@/tmp/r.sock?db=3", NULL, 0, "/tmp/r.sock", "alice",
+       "p/w", 3);
+    ok("unix://pw@/tmp/r.sock", NULL, 0, "/tmp/r.sock", NULL, "pw", 0);
+    /* A '?' that is not ?db=N is the path's. */
+    ok("unix:///tmp/a?b", NULL, 0, "/tmp/a?b", NULL, NULL, 0);
+    bad("unix://pw/tmp/r.sock", "unix socket path must be absolute");
+    bad("unix://:pw@/tmp/r.sock?db=x", "database must be a number");
+    bad("unix://:p%zz@/tmp/r.sock", "bad %-escape");
+    ep_ok("unix://alice:pw@/tmp/r.sock?db=3", LW_TOPO_SINGLE, 1, &e);
+    lw__url_describe(&e.urls[0], buf, sizeof buf);
+    CHECK_STR(buf, "unix://alice:***@/tmp/r.sock?db=3");
+    lw__endpoints_free(&e);
+}
+
 int main(void)
 {
     accepted();
@@ -370,6 +417,7 @@ int main(void)
     describe();
     copy();
     endpoints();
+    tls_and_unix();
     printf("unit_url: ok\n");
     return 0;
 }
