@@ -352,7 +352,9 @@ static void expect(int ok, const char *what)
 static void run_plan(const struct plan *p)
 {
     static const char *const keys[] = {"fz", "fz:{tag}:1"};
-    lw_lock_opts o = {.expire_ms = p->expire_ms, .wait_ms = p->wait_ms, .max_renew = p->max_renew};
+    lw_lock_opts o = {.expire_ms = p->expire_ms,
+                      .wait_ms = p->wait_ms,
+                      .max_renew = p->max_renew};
     lw_guard g, inner;
     lw_config cfg;
     const char *key = keys[p->key];

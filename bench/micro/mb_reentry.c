@@ -33,7 +33,8 @@ static double one_round(long iters, const lw_lock_opts *o, long *failures)
 int main(int argc, char **argv)
 {
     long iters = mb_quick(argc, argv) ? 2000000 : 10000000, failures = 0;
-    const lw_lock_opts o = {.expire_ms = LEASE_MS, .wait_ms = 1000u, .max_renew = -1};
+    const lw_lock_opts o = {
+        .expire_ms = LEASE_MS, .wait_ms = 1000u, .max_renew = -1};
     redisContext *rc = mb_redis_connect();
     double ns[ROUNDS], best;
     long long calls0, calls1;

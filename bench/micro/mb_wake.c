@@ -40,7 +40,8 @@ static int rounds;
 
 static void *waiter(void *arg)
 {
-    const lw_lock_opts o = {.expire_ms = 10000u, .wait_ms = 5000u, .max_renew = -1};
+    const lw_lock_opts o = {
+        .expire_ms = 10000u, .wait_ms = 5000u, .max_renew = -1};
     lw_stats st;
 
     (void)arg;
@@ -64,7 +65,8 @@ static void *waiter(void *arg)
  * lw_guard_leave took: the release round trip is part of the latency). */
 static void holder(uint64_t *lat, uint64_t *leave)
 {
-    const lw_lock_opts o = {.expire_ms = 10000u, .wait_ms = 0u, .max_renew = -1};
+    const lw_lock_opts o = {
+        .expire_ms = 10000u, .wait_ms = 0u, .max_renew = -1};
     const struct timespec hold = {0, HOLD_US * 1000L};
 
     for (int i = 0; i < rounds; i++) {

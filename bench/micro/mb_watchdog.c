@@ -37,7 +37,8 @@ static int key_of(int i, char *buf, size_t n)
 
 static void *holder(void *arg)
 {
-    const lw_lock_opts o = {.expire_ms = LEASE_MS, .wait_ms = 0u, .max_renew = -1};
+    const lw_lock_opts o = {
+        .expire_ms = LEASE_MS, .wait_ms = 0u, .max_renew = -1};
     int t = (int)(intptr_t)arg, lo = run.leases * t / THREADS,
         hi = run.leases * (t + 1) / THREADS, failed = 0, lost = 0, other = 0;
     char key[64];

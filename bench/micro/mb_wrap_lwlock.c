@@ -12,7 +12,8 @@ static int body(int64_t id)
 
 int mb_section(int64_t id)
 {
-    static const lw_lock_opts o = {.expire_ms = 10000u, .wait_ms = 5000u, .max_renew = -1};
+    static const lw_lock_opts o = {
+        .expire_ms = 10000u, .wait_ms = 5000u, .max_renew = -1};
     char key[32];
     lw_guard g;
     int r, n = snprintf(key, sizeof key, MB_WRAP_KEY_FMT, (long long)id);

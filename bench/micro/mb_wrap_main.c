@@ -21,7 +21,8 @@
 
 int main(int argc, char **argv)
 {
-    static const lw_lock_opts o = {.expire_ms = 60000u, .wait_ms = 5000u, .max_renew = -1};
+    static const lw_lock_opts o = {
+        .expire_ms = 60000u, .wait_ms = 5000u, .max_renew = -1};
     int reenter = argc > 1 && strcmp(argv[1], "reenter") == 0;
     long n = argc > 2 ? atol(argv[2]) : 1000, sum = 0, failed = 0;
     lw_guard warm, outer;

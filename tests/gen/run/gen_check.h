@@ -20,7 +20,8 @@ struct gen_probe {
 static void *gen_probe_run(void *arg)
 {
     struct gen_probe *p = arg;
-    static const lw_lock_opts o = {.expire_ms = 2000, .wait_ms = 0, .max_renew = 0};
+    static const lw_lock_opts o = {
+        .expire_ms = 2000, .wait_ms = 0, .max_renew = 0};
     lw_guard g;
     p->status = lw_lock(&g, p->key, strlen(p->key), &o);
     if (p->status == LW_OK)
@@ -52,7 +53,8 @@ struct gen_holder {
 static void *gen_hold_run(void *arg)
 {
     struct gen_holder *h = arg;
-    static const lw_lock_opts o = {.expire_ms = 5000, .wait_ms = 1000, .max_renew = -1};
+    static const lw_lock_opts o = {
+        .expire_ms = 5000, .wait_ms = 1000, .max_renew = -1};
     lw_guard g;
     int rc = lw_lock(&g, h->key, strlen(h->key), &o);
     pthread_mutex_lock(&h->mu);
