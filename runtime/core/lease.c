@@ -25,7 +25,11 @@ void lw__lease_init(struct lw_lease *l, const struct lw_backend *be,
     l->hold_ms = opts->hold_at_least_ms;
     l->permits = opts->permits;
     l->reader = (opts->flags & LW_LOCK_READ) != 0;
-    l->permits_len = (int)lw__fmt_dec(l->permits_str, opts->permits % 100000);
+    /* Only a semaphore's scripts send it: no formatting on a mutex's path. */
+    l->permits_len =
+        opts->permits > 0
+            ? (int)lw__fmt_dec(l->permits_str, opts->permits % 100000)
+            : 0;
     l->hold_until_ms = 0;
     l->valid_until_ms = 0;
     l->heap_idx = -1;

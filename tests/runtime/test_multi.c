@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -95,26 +94,12 @@ static void run_tellers(int proc)
 
 static void transfers(void)
 {
-    pid_t kids[PROCS];
     long total = 0;
 
     memset(bank, 0, sizeof *bank);
     for (int i = 0; i < ACCOUNTS; i++)
         bank->balance[i] = 1000;
-    for (int p = 0; p < PROCS; p++) {
-        kids[p] = fork();
-        CHECK(kids[p] >= 0);
-        if (kids[p] == 0) {
-            run_tellers(p);
-            lw_shutdown();
-            _exit(0);
-        }
-    }
-    for (int p = 0; p < PROCS; p++) {
-        int st;
-        CHECK_EQ(waitpid(kids[p], &st, 0), kids[p]);
-        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    }
+    in_processes(PROCS, run_tellers);
     for (int i = 0; i < ACCOUNTS; i++)
         total += bank->balance[i];
     printf("%s: %d transfers, total %ld, overlaps %d, failures %d\n", url,

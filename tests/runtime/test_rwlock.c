@@ -14,12 +14,10 @@
  *     Redlock a read lock is LW_ECONFIG.
  */
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "util.h"

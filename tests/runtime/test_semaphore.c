@@ -12,12 +12,10 @@
  *     a permit.
  */
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -103,29 +101,22 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* One process of the stress: THREADS workers. */
+static void workers(int proc)
+{
+    pthread_t t[THREADS];
+
+    (void)proc;
+    use_server(&srv);
+    for (int i = 0; i < THREADS; i++)
+        CHECK(pthread_create(&t[i], NULL, worker, NULL) == 0);
+    for (int i = 0; i < THREADS; i++)
+        CHECK(pthread_join(t[i], NULL) == 0);
+}
+
 static void never_more_than_n(void)
 {
-    pid_t kids[PROCS];
-
-    for (int p = 0; p < PROCS; p++) {
-        kids[p] = fork();
-        CHECK(kids[p] >= 0);
-        if (kids[p] == 0) {
-            pthread_t t[THREADS];
-            use_server(&srv);
-            for (int i = 0; i < THREADS; i++)
-                CHECK(pthread_create(&t[i], NULL, worker, NULL) == 0);
-            for (int i = 0; i < THREADS; i++)
-                CHECK(pthread_join(t[i], NULL) == 0);
-            lw_shutdown();
-            _exit(0);
-        }
-    }
-    for (int p = 0; p < PROCS; p++) {
-        int st;
-        CHECK_EQ(waitpid(kids[p], &st, 0), kids[p]);
-        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    }
+    in_processes(PROCS, workers);
     printf("%d sections on %d permits: at most %d holders at once, %d "
            "failures\n",
            atomic_load(&sh->sections), N, atomic_load(&sh->most),

@@ -107,3 +107,25 @@ void die_holding(const rh_server *s, const char *key, const lw_lock_opts *o)
     close(fd[0]);
     close(fd[1]);
 }
+
+void in_processes(int n, void (*fn)(int))
+{
+    pid_t kids[64];
+
+    CHECK(n > 0 && n <= 64);
+    for (int p = 0; p < n; p++) {
+        kids[p] = fork();
+        CHECK(kids[p] >= 0);
+        if (kids[p] == 0) {
+            fn(p);
+            lw_shutdown();
+            _exit(0);
+        }
+    }
+    for (int p = 0; p < n; p++) {
+        int st;
+        CHECK_EQ(waitpid(kids[p], &st, 0), kids[p]);
+        CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child %d: 0x%x", p,
+                  st);
+    }
+}

@@ -36,6 +36,10 @@ int lock_exists(rh_server *s, const char *key);
 /* PTTL of the lock key for `key` (-2: no key). */
 long long lock_pttl(rh_server *s, const char *key);
 
+/* Run fn(0) .. fn(n - 1), each in a forked child that then shuts lockweave
+ * down and exits; CHECKs that every child exited 0. */
+void in_processes(int n, void (*fn)(int));
+
 /* In a forked child pointed at s, take key with o, then die by SIGKILL
  * while holding it: returns once the child is gone (its lock left to its
  * lease). */
