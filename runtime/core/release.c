@@ -66,6 +66,14 @@ static int send_onekey(struct lw_target *to, const char *key, size_t keylen,
     return lw__send(to, &q, deadline_us, r, replayed);
 }
 
+/* How long a release's receipt lasts: past the retry of a release whose
+ * reply was lost (conn.c replays at once, after at most a reconnect and a
+ * timeout). */
+static uint64_t receipt_ms(const struct lw_settings *s)
+{
+    return 2 * (uint64_t)(s->connect_timeout_ms + s->command_timeout_ms);
+}
+
 int lw__release_send(const struct lw_settings *s, const char *key,
                      size_t keylen, const char *token, size_t toklen,
                      const struct lw_names *n, int flags, int64_t deadline_us,
@@ -92,13 +100,9 @@ int lw__release_send(const struct lw_settings *s, const char *key,
     int rc;
 
     lens[5] = lw__fmt_dec(handoff, (uint64_t)s->handoff_ms);
-    /* The receipt must outlive the retry of a release whose reply was lost:
-     * conn.c replays at once, after at most a reconnect and a timeout.  "0"
-     * tells the script to leave none. */
-    lens[7] = lw__fmt_dec(receipt, (flags & LW_RELEASE_NO_RECEIPT)
-                                       ? 0
-                                       : 2 * (uint64_t)(s->connect_timeout_ms +
-                                                        s->command_timeout_ms));
+    /* "0" tells the script to leave no receipt. */
+    lens[7] = lw__fmt_dec(receipt,
+                          (flags & LW_RELEASE_NO_RECEIPT) ? 0 : receipt_ms(s));
     rc = lw__target_for(&to, s, key, keylen);
     if (rc == LW_OK)
         rc = lw__send(&to, &q, deadline_us, r, replayed);
@@ -144,8 +148,7 @@ static int shared_release(const struct lw_lease *l, const struct lw_names *n,
     int rc;
 
     lw__fmt_dec(handoff, (uint64_t)s->handoff_ms);
-    lw__fmt_dec(receipt,
-                2 * (uint64_t)(s->connect_timeout_ms + s->command_timeout_ms));
+    lw__fmt_dec(receipt, receipt_ms(s));
     lw__fmt_dec(hold, (uint64_t)hold_ms);
 #define ARG(p, len) (argv[nargs] = (p), lens[nargs++] = (len))
     ARG(l->key, l->keylen);
