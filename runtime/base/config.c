@@ -16,6 +16,7 @@
 #define DEFAULT_COMMAND_MS 2000
 #define DEFAULT_HANDOFF_MS 2
 #define DEFAULT_WAIT_MS    100
+#define DEFAULT_LOCAL      15
 
 static pthread_mutex_t cfg_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct lw_settings *current;
@@ -120,6 +121,12 @@ static struct lw_settings *settings_new(const lw_config *cfg)
         cfg->wait_timeout_ms > 0
             ? cfg->wait_timeout_ms
             : env_int("LOCKWEAVE_WAIT_TIMEOUT_MS", 1, DEFAULT_WAIT_MS);
+    s->local_handoffs = env_int("LOCKWEAVE_LOCAL_HANDOFFS", 0, DEFAULT_LOCAL);
+    if (s->local_handoffs > LW_LOCAL_HANDOFFS_MAX) {
+        lw__log(LW_LOG_WARN, "LOCKWEAVE_LOCAL_HANDOFFS=%d: %d at most",
+                s->local_handoffs, LW_LOCAL_HANDOFFS_MAX);
+        s->local_handoffs = LW_LOCAL_HANDOFFS_MAX;
+    }
     s->error = lw__endpoints_parse(url, &s->ep, err, sizeof err);
     if (s->error == LW_ECONFIG)
         lw__log(LW_LOG_ERROR, "%s", err);

@@ -6,6 +6,11 @@
 #include "base/tlsctx.h"
 #include "base/url.h"
 
+/* Most hand-offs from thread to thread of one process per Redis acquisition
+ * (core/cohort.c): another process waits for at most one more section of
+ * this one per turn. */
+#define LW_LOCAL_HANDOFFS_MAX 63
+
 /*
  * The process's configuration, as one immutable snapshot.  lw_configure()
  * publishes a new snapshot and bumps gen; connections compare their gen to
@@ -22,6 +27,9 @@ struct lw_settings {
     int handoff_ms;      /* a waiter this old is handed the lock on release */
     int wait_replicas;   /* > 0: WAIT for this many replicas after SET */
     int wait_timeout_ms; /* how long that WAIT may take */
+    int local_handoffs;  /* a lock goes from thread to thread of this
+                            process at most this many times in a row before
+                            it goes back through Redis; 0: never */
     struct lw_tls_opts tls;     /* rediss:// only */
     struct ssl_ctx_st *ssl_ctx; /* rediss://: built from tls when loaded,
                                    shared by every connection (SSL_new() on

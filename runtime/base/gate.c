@@ -22,6 +22,8 @@ static pthread_cond_t changed; /* CLOCK_MONOTONIC: see init() */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int closing, inside; /* atomics */
 static struct lw_gate_watch *watched;
+static void (*hooks_on_close[LW_GATE_HOOKS_MAX])(void);
+static int nhooks; /* written under mu, read by the closer */
 
 /* The child has only the forking thread: calls the parent's other threads
  * were making are not inside the child's runtime. */
@@ -31,7 +33,7 @@ static void child(void)
     watched = NULL;
 }
 
-static const struct lw_fork_hooks hooks = {NULL, NULL, child};
+static const struct lw_fork_hooks fork_hooks = {NULL, NULL, child};
 
 static void init(void)
 {
@@ -43,7 +45,7 @@ static void init(void)
     pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
     pthread_cond_init(&changed, &a);
     pthread_condattr_destroy(&a);
-    lw__fork_register(&hooks);
+    lw__fork_register(&fork_hooks);
     lw__fork_register_mutex(&mu);
 }
 
@@ -85,14 +87,35 @@ int lw__gate_enter(void)
     return LW_ESHUTDOWN;
 }
 
+void lw__gate_on_close(void (*fn)(void))
+{
+    int i;
+
+    lock();
+    for (i = 0; i < nhooks && hooks_on_close[i] != fn; i++)
+        ;
+    if (i == nhooks && nhooks < LW_GATE_HOOKS_MAX)
+        hooks_on_close[nhooks++] = fn;
+    pthread_mutex_unlock(&mu);
+}
+
 void lw__gate_close(void)
 {
+    int n;
+
     lock();
     __atomic_store_n(&closing, 1, __ATOMIC_SEQ_CST);
     for (struct lw_gate_watch *w = watched; w != NULL; w = w->next)
         if (!w->shut && shutdown(w->fd, SHUT_RDWR) == 0)
             w->shut = 1;
     pthread_cond_broadcast(&changed);
+    n = nhooks;
+    pthread_mutex_unlock(&mu);
+    /* Outside mu: a hook takes its own module's mutex, under which its
+     * waiters look at `closing` (already set) before they block. */
+    for (int i = 0; i < n; i++)
+        hooks_on_close[i]();
+    lock();
     while (__atomic_load_n(&inside, __ATOMIC_SEQ_CST) > 0)
         pthread_cond_wait(&changed, &mu);
     pthread_mutex_unlock(&mu);

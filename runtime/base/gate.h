@@ -25,6 +25,14 @@ int lw__gate_closing(void);
 void lw__gate_close(void);
 void lw__gate_open(void);
 
+/* Run fn each time the gate closes, once `closing` is set and before the
+ * closer waits for the calls inside: a module whose calls block on
+ * condition variables of its own wakes them there (fn takes no lock of the
+ * gate's, so it may take its module's).  Registering fn again does
+ * nothing; at most LW_GATE_HOOKS_MAX in all.  Thread-safe. */
+#define LW_GATE_HOOKS_MAX 4
+void lw__gate_on_close(void (*fn)(void));
+
 /* Sleep us microseconds, less if the gate closes meanwhile (then 1). */
 int lw__gate_sleep_us(int64_t us);
 

@@ -23,6 +23,10 @@ struct lw_backend {
     /* Renew v[0..n) (watchdog thread): results[i] LW_OK renewed, LW_ELOST
      * not ours any more, another code when no usable answer came. */
     void (*renew)(struct lw_lease *const *v, int n, int *results);
+    /* While l is held: n more fences for the key, *first the lowest, all
+     * above the holder's and below the next holder's (sections handed on
+     * inside the process, cohort.c).  NULL: no fences (lw_fence() is 0). */
+    int (*fences)(struct lw_lease *l, uint32_t n, uint64_t *first);
 };
 
 /* The backend for cfg's topology. */

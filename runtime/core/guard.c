@@ -18,6 +18,7 @@
 #include "base/stats.h"
 #include "base/thread.h"
 #include "core/backend.h"
+#include "core/cohort.h"
 #include "core/guard.h"
 #include "core/watchdog.h"
 
@@ -111,10 +112,7 @@ static int check(const struct lw_gimpl *g)
 static int give_back(struct lw_lease *l)
 {
     lw__watchdog_remove(l);
-    /* Released by lw_shutdown() already, whose configuration is gone. */
-    if (__atomic_load_n(&l->ended, __ATOMIC_ACQUIRE))
-        return LW_ELOST;
-    return l->be->release(l);
+    return lw__cohort_release(l);
 }
 
 /* Acquire inside the gate.  A lock won while lw_shutdown() waits for us
@@ -134,7 +132,7 @@ static int acquire(struct lw_gimpl *g)
         goto out;
     lw__lease_init(&g->lease, lw__backend_for(cfg), cfg, g->key, g->keylen,
                    g->key_start, &g->opts);
-    rc = g->lease.be->acquire(&g->lease, &g->opts, &g->fence);
+    rc = lw__cohort_acquire(&g->lease, &g->opts, &g->fence);
     held = rc == LW_OK;
     if (held)
         rc = lw__gate_closing() ? LW_ESHUTDOWN : lw__watchdog_add(&g->lease);

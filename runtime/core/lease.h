@@ -36,7 +36,8 @@ struct lw_lease {
     uint32_t permits;    /* > 0: a semaphore's permit (opts->permits) */
     char permits_str[8]; /* permits in decimal */
     int permits_len;
-    int reader;             /* a read lock (LW_LOCK_READ) */
+    int reader; /* a read lock (LW_LOCK_READ) */
+    int cohort; /* taken through cohort.c: given back through it too */
     int64_t hold_until_ms;  /* a release before then keeps the key until
                                then (our clock; set when acquired) */
     int64_t valid_until_ms; /* the lease surely ends by then (our clock) */

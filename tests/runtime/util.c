@@ -129,3 +129,18 @@ void in_processes(int n, void (*fn)(int))
                   st);
     }
 }
+
+/* Delete every fence counter, whatever it is named. */
+void forget_fences(rh_server *s)
+{
+    redisReply *r = rh_cmd(s, "SCAN 0 MATCH *fence* COUNT 1000000");
+    CHECK(r && r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    CHECK_EQ(strcmp(r->element[0]->str, "0"), 0); /* one call saw them all */
+    CHECK(r->element[1]->elements > 0);
+    for (size_t i = 0; i < r->element[1]->elements; i++) {
+        const char *k = r->element[1]->element[i]->str;
+        const char *argv[] = {"DEL", k};
+        freeReplyObject(rh_cmd_argv(s, 2, argv, NULL));
+    }
+    freeReplyObject(r);
+}

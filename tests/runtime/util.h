@@ -45,6 +45,10 @@ void in_processes(int n, void (*fn)(int));
  * lease). */
 void die_holding(const rh_server *s, const char *key, const lw_lock_opts *o);
 
+/* Delete every fence counter on s, whatever it is named, as eviction or
+ * FLUSHALL would. */
+void forget_fences(rh_server *s);
+
 /* Wait (polling) up to timeout_ms for cond_fn(arg) to become true; returns
  * the milliseconds it took, or -1 on timeout. */
 int64_t wait_until(int (*cond_fn)(void *), void *arg, int timeout_ms);

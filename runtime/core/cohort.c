@@ -1,0 +1,390 @@
+/*
+ * In-process cohorts.
+ *
+ * A service's threads often want the same key at once (a thread per
+ * request).  Queued in Redis one by one, each costs a queue entry, an alive
+ * key and a blocked connection, and every section a hand-off script and a
+ * wake-up through Redis.  Here one thread of the process at a time, the
+ * leader, takes a key from Redis; the others wait on this process's list for
+ * that key.  The holder, leaving, hands its lease (token and validity: the
+ * Redis key does not change) to the first thread on the list without a round
+ * trip, at most local_handoffs times in a row.  Then it releases through
+ * Redis, whose queue hands the lock to the next process in FIFO order, and
+ * the first thread on the list leads again, queueing behind that process.  So
+ * another process waits at most local_handoffs + 1 sections of this one per
+ * turn: fair between processes, and cheap within one.
+ *
+ * A thread handed the lock gets what Redis would have given it:
+ *  - a lease it can count on: handed on only while at least three quarters
+ *    of its own lease length are left by our clock (which never believes in
+ *    more lease than Redis gave), and renewed for it up to its own max_renew;
+ *  - a fence of its own, above the holder's and below the next holder's:
+ *    the holder mints them in one round trip, as many as threads wait
+ *    (INCRBY, while the key is surely still ours: see the backend's
+ *    fences()), the first time it would hand the lock on in a run.
+ * Only mutexes take part: a read lock is shared anyway, a semaphore has
+ * several holders, and a sibling thread taking a key within its minimum hold
+ * would defeat the hold.
+ */
+#include "core/cohort.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/config.h"
+#include "base/fork.h"
+#include "base/gate.h"
+#include "base/hash.h"
+#include "base/stats.h"
+#include "core/backend.h"
+
+#define BUCKETS 64
+
+enum { W_WAITING, W_HANDED, W_LEAD };
+
+/* A thread waiting for a key that another thread of this process holds or is
+ * taking from Redis; on the waiting thread's stack. */
+struct waiter {
+    struct waiter *next;
+    pthread_cond_t cv;
+    int state;              /* W_...; changed under tab.mu only */
+    struct lw_lease *lease; /* the waiter's: a hand-off fills it in */
+    uint64_t fence;         /* set with W_HANDED */
+};
+
+/* A key that threads of this process hold or wait for; freed by the last. */
+struct cohort {
+    struct cohort *next;           /* in its bucket */
+    const struct lw_settings *cfg; /* another configuration's key of the
+                                      same name may live on other servers */
+    uint64_t hash;
+    unsigned users;   /* the leader and the waiters */
+    int led;          /* a thread holds the lock or is taking it from Redis */
+    unsigned run;     /* sections the holder's Redis acquisition has served */
+    unsigned waiting; /* on the list */
+    uint32_t fences_left; /* minted for this run, not handed out yet */
+    uint64_t next_fence;  /* the lowest of them */
+    struct waiter *head, **tail;
+    size_t keylen;
+    char key[];
+};
+
+static struct {
+    pthread_mutex_t mu;
+    struct cohort *bucket[BUCKETS];
+} tab = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static int takes_part(const struct lw_lease *l)
+{
+    return l->cfg->local_handoffs > 0 && !l->reader && l->permits == 0 &&
+           l->hold_ms == 0;
+}
+
+/* lw_shutdown(): every waiter here gives up (it sees the gate closing). */
+static void wake_all(void)
+{
+    pthread_mutex_lock(&tab.mu);
+    for (int b = 0; b < BUCKETS; b++)
+        for (struct cohort *c = tab.bucket[b]; c != NULL; c = c->next)
+            for (struct waiter *w = c->head; w != NULL; w = w->next)
+                pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&tab.mu);
+}
+
+/* The child has only the forking thread, whose locks are the parent's. */
+static void child(void)
+{
+    for (int b = 0; b < BUCKETS; b++) {
+        while (tab.bucket[b] != NULL) {
+            struct cohort *c = tab.bucket[b];
+            tab.bucket[b] = c->next;
+            free(c);
+        }
+    }
+}
+
+static const struct lw_fork_hooks fork_hooks = {NULL, NULL, child};
+
+static void init(void)
+{
+    lw__fork_register(&fork_hooks);
+    lw__fork_register_mutex(&tab.mu);
+    lw__gate_on_close(wake_all);
+}
+
+static uint64_t hash_of(const struct lw_lease *l)
+{
+    return lw__hash_bytes(l->key, l->keylen) ^ (uintptr_t)l->cfg;
+}
+
+/* l's cohort (h: hash_of(l)), NULL if none.  Under tab.mu. */
+static struct cohort *find(const struct lw_lease *l, uint64_t h)
+{
+    struct cohort *c = tab.bucket[h % BUCKETS];
+
+    while (c != NULL &&
+           (c->hash != h || c->cfg != l->cfg || c->keylen != l->keylen ||
+            memcmp(c->key, l->key, l->keylen) != 0))
+        c = c->next;
+    return c;
+}
+
+/* l's cohort, made if needed, with one more user; NULL out of memory.
+ * Under tab.mu. */
+static struct cohort *join(const struct lw_lease *l)
+{
+    uint64_t h = hash_of(l);
+    struct cohort *c = find(l, h), **pp = &tab.bucket[h % BUCKETS];
+
+    if (c == NULL) {
+        c = malloc(sizeof *c + l->keylen);
+        if (c == NULL)
+            return NULL;
+        *c = (struct cohort){.next = *pp, .cfg = l->cfg, .hash = h};
+        c->tail = &c->head;
+        c->keylen = l->keylen;
+        memcpy(c->key, l->key, l->keylen);
+        *pp = c;
+    }
+    c->users++;
+    return c;
+}
+
+/* One user fewer; the last frees c.  Under tab.mu. */
+static void leave(struct cohort *c)
+{
+    struct cohort **pp = &tab.bucket[c->hash % BUCKETS];
+
+    if (--c->users > 0)
+        return;
+    while (*pp != c)
+        pp = &(*pp)->next;
+    *pp = c->next;
+    free(c);
+}
+
+static struct waiter *pop(struct cohort *c)
+{
+    struct waiter *w = c->head;
+
+    if (w != NULL) {
+        c->head = w->next;
+        if (c->head == NULL)
+            c->tail = &c->head;
+        c->waiting--;
+    }
+    return w;
+}
+
+static void unlink_waiter(struct cohort *c, struct waiter *w)
+{
+    struct waiter **pp = &c->head, *prev = NULL;
+
+    while (*pp != w) {
+        prev = *pp;
+        pp = &(*pp)->next;
+    }
+    *pp = w->next;
+    if (c->tail == &w->next)
+        c->tail = prev != NULL ? &prev->next : &c->head;
+    c->waiting--;
+}
+
+/* The leader goes without handing the lock on: the first waiter leads now,
+ * or nobody does.  Under tab.mu. */
+static void pass_lead(struct cohort *c)
+{
+    struct waiter *w = pop(c);
+
+    if (w == NULL) {
+        c->led = 0;
+        return;
+    }
+    w->state = W_LEAD;
+    pthread_cond_signal(&w->cv);
+}
+
+/* Take l from Redis for this process (we lead c).  On failure the next
+ * waiter tries in turn, for itself: each caller learns its own answer. */
+static int lead(struct cohort *c, struct lw_lease *l, const lw_lock_opts *opts,
+                uint64_t *fence)
+{
+    int rc = lw__gate_closing() ? LW_ESHUTDOWN : l->be->acquire(l, opts, fence);
+
+    pthread_mutex_lock(&tab.mu);
+    if (rc == LW_OK) {
+        c->run = 1;
+        c->fences_left = 0;
+    } else {
+        pass_lead(c);
+        leave(c);
+    }
+    pthread_mutex_unlock(&tab.mu);
+    return rc;
+}
+
+/* Wait on c's list (we joined c, tab.mu held, and c is led) until handed the
+ * lock, asked to lead, or out of time.  Returns with tab.mu released. */
+static int wait_here(struct cohort *c, struct lw_lease *l,
+                     const lw_lock_opts *opts, uint64_t *fence)
+{
+    int64_t start_us = lw__now_us(),
+            deadline_us = start_us + (int64_t)opts->wait_ms * 1000;
+    struct waiter w = {.state = W_WAITING, .lease = l};
+    struct timespec until = lw__abstime_us(deadline_us);
+    pthread_condattr_t a;
+    lw_lock_opts rest;
+    int rc;
+
+    pthread_condattr_init(&a);
+    /* The wait's end is on the monotonic clock, as every deadline here. */
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(&w.cv, &a);
+    pthread_condattr_destroy(&a);
+    LW_STAT_ADD(contended, 1);
+    *c->tail = &w;
+    c->tail = &w.next;
+    c->waiting++;
+    while (w.state == W_WAITING && !lw__gate_closing() &&
+           pthread_cond_timedwait(&w.cv, &tab.mu, &until) != ETIMEDOUT)
+        ;
+    lw__stat_wait((uint64_t)(lw__now_us() - start_us));
+    rc = w.state;
+    if (rc == W_WAITING) {
+        unlink_waiter(c, &w);
+        leave(c);
+    }
+    pthread_mutex_unlock(&tab.mu);
+    pthread_cond_destroy(&w.cv);
+    switch (rc) {
+    case W_HANDED:
+        *fence = w.fence;
+        LW_STAT_ADD(handed_locally, 1);
+        return LW_OK;
+    case W_LEAD:
+        /* What is left of the wait, rounded up: 0 still tries once. */
+        rest = *opts;
+        rest.wait_ms = (uint32_t)((deadline_us - lw__now_us() + 999) / 1000);
+        if (deadline_us <= lw__now_us())
+            rest.wait_ms = 0;
+        return lead(c, l, &rest, fence);
+    default:
+        return lw__gate_closing() ? LW_ESHUTDOWN : LW_ETIMEOUT;
+    }
+}
+
+int lw__cohort_acquire(struct lw_lease *l, const lw_lock_opts *opts,
+                       uint64_t *fence)
+{
+    struct cohort *c;
+
+    if (!takes_part(l))
+        return l->be->acquire(l, opts, fence);
+    l->cohort = 1;
+    pthread_once(&once, init);
+    pthread_mutex_lock(&tab.mu);
+    c = join(l);
+    if (c == NULL) {
+        pthread_mutex_unlock(&tab.mu);
+        return LW_ENOMEM;
+    }
+    if (!c->led) {
+        c->led = 1;
+        pthread_mutex_unlock(&tab.mu);
+        return lead(c, l, opts, fence);
+    }
+    if (opts->wait_ms == 0) { /* a sibling thread has it: busy */
+        leave(c);
+        pthread_mutex_unlock(&tab.mu);
+        return LW_ETIMEOUT;
+    }
+    return wait_here(c, l, opts, fence);
+}
+
+/* Give l back through Redis, unless lw_shutdown() did already (then its
+ * configuration is gone, and l is lost to its holder). */
+static int release(struct lw_lease *l)
+{
+    if (__atomic_load_n(&l->ended, __ATOMIC_ACQUIRE))
+        return LW_ELOST;
+    return l->be->release(l);
+}
+
+/* May the first waiter of c be handed the lock that l holds, with no round
+ * trip?  (l's configuration is not gone: lw_shutdown() closes the gate
+ * before it frees one, and ends leases after.) */
+static int may_hand(const struct cohort *c, const struct lw_lease *l)
+{
+    return c != NULL && c->head != NULL && !lw__gate_closing() &&
+           !__atomic_load_n(&l->ended, __ATOMIC_ACQUIRE) &&
+           !lw__lease_lost(l) && c->run <= (unsigned)l->cfg->local_handoffs &&
+           l->valid_until_ms - lw__now_ms() >=
+               (int64_t)c->head->lease->expire_ms * 3 / 4;
+}
+
+/* Fences for the next sections of l's run, as many as threads wait now
+ * (one round trip for them all), unless some are left.  Under tab.mu,
+ * released during the round trip. */
+static void mint_fences(struct cohort *c, struct lw_lease *l)
+{
+    uint32_t left = (uint32_t)l->cfg->local_handoffs + 1 - c->run, n;
+    uint64_t first;
+
+    if (c->fences_left > 0 || l->be->fences == NULL)
+        return;
+    n = c->waiting < left ? c->waiting : left;
+    pthread_mutex_unlock(&tab.mu);
+    if (l->be->fences(l, n, &first) != LW_OK)
+        n = 0; /* then through Redis */
+    pthread_mutex_lock(&tab.mu);
+    c->next_fence = first;
+    c->fences_left = n;
+}
+
+int lw__cohort_release(struct lw_lease *l)
+{
+    struct cohort *c;
+    struct waiter *w;
+    int rc;
+
+    if (!l->cohort)
+        return release(l);
+    pthread_mutex_lock(&tab.mu);
+    c = find(l, hash_of(l)); /* ours: we lead it */
+    if (may_hand(c, l))
+        mint_fences(c, l);
+    /* Again after the round trip: waiters may have left, and a lease still
+     * this long by our clock means the counter moved while it was ours. */
+    if (may_hand(c, l) && (c->fences_left > 0 || l->be->fences == NULL)) {
+        w = pop(c);
+        memcpy(w->lease->token, l->token, sizeof l->token);
+        w->lease->toklen = l->toklen;
+        w->lease->valid_until_ms = l->valid_until_ms;
+        w->lease->drift_ms = l->drift_ms;
+        w->fence = 0; /* Redlock: no fences */
+        if (l->be->fences != NULL) {
+            w->fence = c->next_fence++;
+            c->fences_left--;
+        }
+        c->run++;
+        w->state = W_HANDED;
+        pthread_cond_signal(&w->cv);
+        leave(c);
+        pthread_mutex_unlock(&tab.mu);
+        return LW_OK;
+    }
+    pthread_mutex_unlock(&tab.mu);
+    rc = release(l);
+    if (c != NULL) {
+        pthread_mutex_lock(&tab.mu);
+        pass_lead(c);
+        leave(c);
+        pthread_mutex_unlock(&tab.mu);
+    }
+    return rc;
+}
