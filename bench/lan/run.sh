@@ -161,10 +161,10 @@ for r in $(seq "$rounds"); do
         args=(--workload "$w")
         [[ $retry != - ]] && args+=(--retry-ms "$retry")
         case $w in
-        uncontended) args+=(--iters $u_iters) ;;
+        uncontended) args+=(--iters "$u_iters") ;;
         contended) args+=(--procs 8 --iters "$(c_iters "${retry/-/1}")") ;;
-        spread) args+=(--procs 8 --iters $s_iters) ;;
-        threads*) args+=(--procs 4 --threads 16 --iters $t_iters) ;;
+        spread) args+=(--procs 8 --iters "$s_iters") ;;
+        threads*) args+=(--procs 4 --threads 16 --iters "$t_iters") ;;
         esac
         [[ $w == threads-keys ]] && args+=(--keys 64)
         # shellcheck disable=SC2086 # cmd is a command line

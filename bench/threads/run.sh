@@ -49,8 +49,10 @@ hand=$out/cmake/bench/threads/hand_threads
 tmp=$(mktemp -d /tmp/lw-bench-threads.XXXXXX)
 rpid=
 cleanup() {
-  [[ -n $rpid ]] && kill "$rpid" 2>/dev/null || true # by PID: never pkill
-  [[ -n $rpid ]] && wait "$rpid" 2>/dev/null || true
+  if [[ -n $rpid ]]; then
+    kill "$rpid" 2>/dev/null || true # by PID: never pkill
+    wait "$rpid" 2>/dev/null || true
+  fi
   rm -rf "$tmp"
 }
 trap cleanup EXIT
