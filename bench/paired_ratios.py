@@ -52,10 +52,7 @@ def main(argv):
     def span(vals):
         return f"{statistics.median(vals):6.2f} {min(vals):5.2f}-{max(vals):<5.2f}"
 
-    print(f"paired rounds: {len(rounds)}; ratio = {BASE} / other, "
-          "median and min-max over the rounds")
-    print(f"{'workload':13} {'other':30} {'ops/s ratio':>18} "
-          f"{'p99 ratio':>18}  {'ops/s ratio per round':24} {'retry_ms':10} target")
+    table = []
     for w in workloads:
         for o in others:
             ops, p99, won = [], [], []
@@ -68,9 +65,18 @@ def main(argv):
                 won.append(str(b["retry_ms"]))
             if not ops:
                 continue
-            each = " ".join(f"{v:.2f}" for v in ops)
-            print(f"{w:13} {o:30} {span(ops):>18} {span(p99):>18}  "
-                  f"{each:24} {','.join(won):10} {targets.get(w, '-')}")
+            table.append([w, o, span(ops), span(p99),
+                          " ".join(f"{v:.2f}" for v in ops), ",".join(won),
+                          targets.get(w, "-")])
+    head = ["workload", "other", "ops/s ratio", "p99 ratio",
+            "ops/s ratio per round", "retry_ms", "target"]
+    width = [max(len(r[i]) for r in table + [head]) for i in range(6)]
+    print(f"paired rounds: {len(rounds)}; ratio = {BASE} / other, "
+          "median and min-max over the rounds")
+    for r in [head] + table:
+        cells = [r[i].rjust(width[i]) if i in (2, 3) else r[i].ljust(width[i])
+                 for i in range(6)]
+        print("  ".join(cells + [r[6]]))
     viol = sum(r["violations"] for r in rows)
     failed = sum(r["failed"] for r in rows)
     print(f"violations (all runs): {viol}; failed acquisitions: {failed}")
