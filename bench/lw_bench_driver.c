@@ -8,10 +8,20 @@
  * values): durations are compile-time constants of the annotation.  lockweave
  * has no fixed retry interval — waiters wake on release — so --retry-ms is
  * accepted and echoed, not used.
+ *
+ * Two workloads of its own, which the peers' process-only drivers do not
+ * have: threads (--procs processes x --threads threads, one key: the lock
+ * bench:c, the counter bench:counter) and threads-keys (the same, each
+ * section on one of --keys keys picked at random: bench:s:K, bench:sc:K).
+ * --iters is then per thread, and the JSON line gains "threads" and "keys".
+ * lockweave keeps one connection per thread; each thread also has its own
+ * hiredis connection for the counter.  bench/threads/hand_threads.c is the
+ * hand-written lock with the same command line.
  */
 #define _GNU_SOURCE
 #include <hiredis/hiredis.h>
 #include <lockweave.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,17 +37,27 @@
 #define TTL_MS  10000
 #define WAIT_MS 10000
 
-enum { UNCONTENDED, CONTENDED, SPREAD };
-static const char *const workloads[] = {"uncontended", "contended", "spread"};
+enum { UNCONTENDED, CONTENDED, SPREAD, THREADS, THREADS_KEYS };
+static const char *const workloads[] = {"uncontended", "contended", "spread",
+                                        "threads", "threads-keys"};
 
 static struct {
-    int workload, port, procs, iters, ttl_ms, wait_ms, retry_ms;
+    int workload, port, procs, threads, keys, iters, ttl_ms, wait_ms, retry_ms;
     const char *impl;
-} opt = {-1, 0, 8, 1000, TTL_MS, WAIT_MS, 10, "lockweave"};
+} opt = {-1, 0, 0, 0, 0, 1000, TTL_MS, WAIT_MS, 10, "lockweave"};
 
 struct result {
     long ok, failed;
     uint64_t start, end;
+};
+
+/* One worker: a process of a process workload, a thread of a threads one. */
+struct worker {
+    int idx; /* process * threads + thread */
+    struct result *res;
+    uint32_t *lat;
+    int ready_fd, go_fd;
+    pthread_barrier_t *ready; /* threads: all of a process's have said ready */
 };
 
 static void die(const char *what)
@@ -78,10 +98,10 @@ static void bump(redisContext *c, const char *counter)
     freeReplyObject(cmd(c, "SET %s %lld", counter, v + 1));
 }
 
-REDIS_LOCK("bench:warm:{pid}", 10s, 10s, on_fail = -1)
-static int section_warm(int pid)
+REDIS_LOCK("bench:warm:{idx}", 10s, 10s, on_fail = -1)
+static int section_warm(int idx)
 {
-    (void)pid;
+    (void)idx;
     return 0;
 }
 
@@ -108,18 +128,32 @@ static int section_spread(int k, redisContext *c)
     return 0;
 }
 
+/* How many counters the workload spreads its sections over. */
+static int nkeys(void)
+{
+    switch (opt.workload) {
+    case SPREAD:
+        return NKEYS;
+    case THREADS_KEYS:
+        return opt.keys;
+    default:
+        return 1;
+    }
+}
+
 static int run_section(redisContext *c, uint64_t *seed)
 {
     switch (opt.workload) {
     case UNCONTENDED:
         return section_uncontended();
     case CONTENDED:
+    case THREADS:
         return section_contended(c);
     default:
         *seed ^= *seed << 13;
         *seed ^= *seed >> 7;
         *seed ^= *seed << 17;
-        return section_spread((int)(*seed % NKEYS), c);
+        return section_spread((int)(*seed % (uint64_t)nkeys()), c);
     }
 }
 
@@ -131,20 +165,24 @@ static redisContext *connect_to(void)
     return c;
 }
 
-static void worker(int idx, struct result *res, uint32_t *lat, int ready_fd,
-                   int go_fd)
+static void *worker(void *arg)
 {
+    struct worker *w = arg;
+    struct result *res = w->res;
     redisContext *c = connect_to();
-    uint64_t seed = now_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)idx;
+    uint64_t seed = now_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)w->idx;
     char b = 1;
 
     for (int i = 0; i < WARMUP; i++)
-        if (section_warm(getpid()) != 0)
+        if (section_warm(w->idx) != 0)
             die(lw_strerror(lw_last_error()));
-    if (write(ready_fd, &b, 1) != 1)
+    if (write(w->ready_fd, &b, 1) != 1)
         die("sync");
-    close(ready_fd);
-    if (read(go_fd, &b, 1) != 0)
+    if (w->ready == NULL)
+        close(w->ready_fd);
+    else
+        pthread_barrier_wait(w->ready); /* the process closes ready_fd */
+    if (read(w->go_fd, &b, 1) != 0)
         die("sync");
     res->start = now_ns();
     for (int i = 0; i < opt.iters; i++) {
@@ -155,15 +193,51 @@ static void worker(int idx, struct result *res, uint32_t *lat, int ready_fd,
             res->failed++;
             continue;
         }
-        lat[res->ok++] = (uint32_t)((now_ns() - t0) / 1000);
+        w->lat[res->ok++] = (uint32_t)((now_ns() - t0) / 1000);
     }
     res->end = now_ns();
     redisFree(c);
+    return NULL;
+}
+
+/* Process p: its one worker, or --threads of them.  The parent sees EOF on
+ * ready once every live process has closed it, so a process closes it as
+ * soon as all its threads have written their byte. */
+static void run_process(int p, struct result *res, uint32_t *lat, int ready_fd,
+                        int go_fd)
+{
+    int n = opt.threads;
+    struct worker *w = calloc((size_t)n, sizeof *w);
+    pthread_t *tid = calloc((size_t)n, sizeof *tid);
+    pthread_barrier_t ready;
+
+    if (w == NULL || tid == NULL)
+        die("out of memory");
+    for (int t = 0; t < n; t++)
+        w[t] = (struct worker){.idx = p * n + t,
+                               .res = &res[t],
+                               .lat = lat + (size_t)t * opt.iters,
+                               .ready_fd = ready_fd,
+                               .go_fd = go_fd,
+                               .ready = n > 1 ? &ready : NULL};
+    if (n == 1) {
+        worker(&w[0]);
+        return;
+    }
+    if (pthread_barrier_init(&ready, NULL, (unsigned)n + 1))
+        die("pthread_barrier_init");
+    for (int t = 0; t < n; t++)
+        if (pthread_create(&tid[t], NULL, worker, &w[t]))
+            die("pthread_create");
+    pthread_barrier_wait(&ready);
+    close(ready_fd);
+    for (int t = 0; t < n; t++)
+        pthread_join(tid[t], NULL);
 }
 
 static long long counted(redisContext *c)
 {
-    int n = opt.workload == CONTENDED ? 1 : NKEYS;
+    int n = nkeys();
     long long sum = 0;
 
     for (int k = 0; k < n; k++)
@@ -210,9 +284,13 @@ static uint32_t pct(const uint32_t *s, long n, double q)
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: lw_bench_driver --workload uncontended|contended|spread "
-            "--port PORT [--procs P] [--iters N] [--ttl-ms 10000] "
-            "[--wait-ms 10000] [--retry-ms R] [--impl NAME]\n");
+            "usage: lw_bench_driver --workload "
+            "uncontended|contended|spread|threads|threads-keys --port PORT "
+            "[--procs P (8; threads: 4)] [--threads T] [--keys K] [--iters N] "
+            "[--ttl-ms 10000] [--wait-ms 10000] [--retry-ms R] "
+            "[--impl NAME]\n"
+            "  threads, threads-keys: P processes x T threads (default 16), "
+            "N sections per thread, on one key or on K (default 64)\n");
     exit(2);
 }
 
@@ -223,14 +301,20 @@ static void parse_args(int argc, char **argv)
         if (v == NULL)
             usage();
         if (!strcmp(f, "--workload"))
-            opt.workload = !strcmp(v, "uncontended") ? UNCONTENDED
-                           : !strcmp(v, "contended") ? CONTENDED
-                           : !strcmp(v, "spread")    ? SPREAD
-                                                     : -1;
+            opt.workload = !strcmp(v, "uncontended")    ? UNCONTENDED
+                           : !strcmp(v, "contended")    ? CONTENDED
+                           : !strcmp(v, "spread")       ? SPREAD
+                           : !strcmp(v, "threads")      ? THREADS
+                           : !strcmp(v, "threads-keys") ? THREADS_KEYS
+                                                        : -1;
         else if (!strcmp(f, "--port"))
             opt.port = atoi(v);
         else if (!strcmp(f, "--procs"))
             opt.procs = atoi(v);
+        else if (!strcmp(f, "--threads"))
+            opt.threads = atoi(v);
+        else if (!strcmp(f, "--keys"))
+            opt.keys = atoi(v);
         else if (!strcmp(f, "--iters"))
             opt.iters = atoi(v);
         else if (!strcmp(f, "--ttl-ms"))
@@ -244,8 +328,20 @@ static void parse_args(int argc, char **argv)
         else
             usage();
     }
+    if (opt.procs == 0)
+        opt.procs = opt.workload < THREADS ? 8 : 4;
     if (opt.workload < 0 || opt.port <= 0 || opt.procs < 1 || opt.iters < 1)
         usage();
+    if (opt.workload < THREADS) {
+        if (opt.threads != 0 || opt.keys != 0)
+            die("--threads and --keys are for the threads workloads");
+        opt.threads = 1;
+    } else {
+        opt.threads = opt.threads ? opt.threads : 16;
+        opt.keys = opt.workload == THREADS ? 1 : opt.keys ? opt.keys : 64;
+        if (opt.threads < 1 || opt.keys < 1 || opt.keys > NKEYS)
+            usage();
+    }
     if (opt.ttl_ms != TTL_MS || opt.wait_ms != WAIT_MS)
         die("--ttl-ms and --wait-ms must be 10000: the annotations say 10s");
 }
@@ -255,15 +351,16 @@ int main(int argc, char **argv)
     char url[64];
     parse_args(argc, argv);
     int procs = opt.workload == UNCONTENDED ? 1 : opt.procs;
-    size_t bytes = sizeof(struct result) * (size_t)procs +
-                   sizeof(uint32_t) * (size_t)procs * (size_t)opt.iters;
+    int workers = procs * opt.threads;
+    size_t bytes = sizeof(struct result) * (size_t)workers +
+                   sizeof(uint32_t) * (size_t)workers * (size_t)opt.iters;
     struct result *res;
     uint32_t *lat;
     redisContext *c;
     int ready[2], go[2], status, bad = 0;
     long sections = 0, failed = 0, n = 0;
     uint64_t t0 = UINT64_MAX, t1 = 0;
-    char b;
+    char b, threads[48] = "";
 
     snprintf(url, sizeof url, "redis://127.0.0.1:%d", opt.port);
     /* bench/redlock/run.sh locks on several masters (counters stay on
@@ -276,7 +373,7 @@ int main(int argc, char **argv)
                -1, 0);
     if (res == MAP_FAILED)
         die("mmap");
-    lat = (uint32_t *)(res + procs);
+    lat = (uint32_t *)(res + workers);
     if (pipe(ready) || pipe(go))
         die("pipe");
     for (int p = 0; p < procs; p++) {
@@ -286,12 +383,14 @@ int main(int argc, char **argv)
         if (pid == 0) {
             close(go[1]);
             close(ready[0]);
-            worker(p, &res[p], lat + (size_t)p * opt.iters, ready[1], go[0]);
+            run_process(p, res + (size_t)p * opt.threads,
+                        lat + (size_t)p * opt.threads * opt.iters, ready[1],
+                        go[0]);
             _exit(0);
         }
     }
     close(ready[1]);
-    for (int p = 0; p < procs; p++)
+    for (int w = 0; w < workers; w++)
         if (read(ready[0], &b, 1) != 1)
             die("a worker failed to start");
     close(go[1]);
@@ -299,26 +398,29 @@ int main(int argc, char **argv)
         bad |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
     if (bad)
         die("a worker failed");
-    for (int p = 0; p < procs; p++) {
-        sections += res[p].ok;
-        failed += res[p].failed;
-        if (res[p].start < t0)
-            t0 = res[p].start;
-        if (res[p].end > t1)
-            t1 = res[p].end;
-        memmove(lat + n, lat + (size_t)p * opt.iters,
-                sizeof(uint32_t) * (size_t)res[p].ok);
-        n += res[p].ok;
+    for (int w = 0; w < workers; w++) {
+        sections += res[w].ok;
+        failed += res[w].failed;
+        if (res[w].start < t0)
+            t0 = res[w].start;
+        if (res[w].end > t1)
+            t1 = res[w].end;
+        memmove(lat + n, lat + (size_t)w * opt.iters,
+                sizeof(uint32_t) * (size_t)res[w].ok);
+        n += res[w].ok;
     }
     qsort(lat, (size_t)n, sizeof *lat, cmp_u32);
     long long cnt = opt.workload == UNCONTENDED ? sections : counted(c);
     double secs = (double)(t1 - t0) / 1e9;
+    if (opt.workload >= THREADS)
+        snprintf(threads, sizeof threads, ",\"threads\":%d,\"keys\":%d",
+                 opt.threads, opt.keys);
     printf("{\"impl\":\"%s\",\"workload\":\"%s\",\"procs\":%d,\"sections\":%ld,"
            "\"seconds\":%.4f,\"ops_per_s\":%.1f,\"p50_us\":%u,\"p99_us\":%u,"
-           "\"violations\":%lld,\"failed\":%ld,\"retry_ms\":%d}\n",
+           "\"violations\":%lld,\"failed\":%ld,\"retry_ms\":%d%s}\n",
            opt.impl, workloads[opt.workload], procs, sections, secs,
            secs > 0 ? sections / secs : 0.0, pct(lat, n, 0.5),
-           pct(lat, n, 0.99), sections - cnt, failed, opt.retry_ms);
+           pct(lat, n, 0.99), sections - cnt, failed, opt.retry_ms, threads);
     redisFree(c);
     return 0;
 }
