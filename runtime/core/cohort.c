@@ -195,6 +195,14 @@ static void unlink_waiter(struct cohort *c, struct waiter *w)
     c->waiting--;
 }
 
+/* A new leader: a run starts for it, if it takes the key. */
+static void elect(struct cohort *c)
+{
+    c->led = 1;
+    c->run = 1;
+    c->fences_left = 0;
+}
+
 /* The leader goes without handing the lock on: the first waiter leads now,
  * or nobody does.  Under tab.mu. */
 static void pass_lead(struct cohort *c)
@@ -205,6 +213,7 @@ static void pass_lead(struct cohort *c)
         c->led = 0;
         return;
     }
+    elect(c);
     w->state = W_LEAD;
     pthread_cond_signal(&w->cv);
 }
@@ -216,15 +225,12 @@ static int lead(struct cohort *c, struct lw_lease *l, const lw_lock_opts *opts,
 {
     int rc = lw__gate_closing() ? LW_ESHUTDOWN : l->be->acquire(l, opts, fence);
 
-    pthread_mutex_lock(&tab.mu);
-    if (rc == LW_OK) {
-        c->run = 1;
-        c->fences_left = 0;
-    } else {
+    if (rc != LW_OK) {
+        pthread_mutex_lock(&tab.mu);
         pass_lead(c);
         leave(c);
+        pthread_mutex_unlock(&tab.mu);
     }
-    pthread_mutex_unlock(&tab.mu);
     return rc;
 }
 
@@ -294,7 +300,7 @@ int lw__cohort_acquire(struct lw_lease *l, const lw_lock_opts *opts,
         return LW_ENOMEM;
     }
     if (!c->led) {
-        c->led = 1;
+        elect(c);
         pthread_mutex_unlock(&tab.mu);
         return lead(c, l, opts, fence);
     }
@@ -350,7 +356,6 @@ int lw__cohort_release(struct lw_lease *l)
 {
     struct cohort *c;
     struct waiter *w;
-    int rc;
 
     if (!l->cohort)
         return release(l);
@@ -378,13 +383,12 @@ int lw__cohort_release(struct lw_lease *l)
         pthread_mutex_unlock(&tab.mu);
         return LW_OK;
     }
-    pthread_mutex_unlock(&tab.mu);
-    rc = release(l);
+    /* The next leader may start while our release is on its way: it finds
+     * the key busy and queues in Redis, where the release hands it on. */
     if (c != NULL) {
-        pthread_mutex_lock(&tab.mu);
         pass_lead(c);
         leave(c);
-        pthread_mutex_unlock(&tab.mu);
     }
-    return rc;
+    pthread_mutex_unlock(&tab.mu);
+    return release(l);
 }
