@@ -31,13 +31,24 @@ static int reserve(struct lw_resp *b, size_t extra)
 }
 
 /* "<c><n>\r\n", the header of an array or a bulk string (the NUL
- * lw__fmt_dec() writes is overwritten). */
-static void put_header(struct lw_resp *b, char c, size_t n)
+ * lw__fmt_dec() writes is overwritten).  A lock's commands are some twenty
+ * headers, nearly all of them under 100: those are written directly. */
+static inline void put_header(struct lw_resp *b, char c, size_t n)
 {
-    b->p[b->len++] = c;
-    b->len += lw__fmt_dec(b->p + b->len, n);
-    b->p[b->len++] = '\r';
-    b->p[b->len++] = '\n';
+    char *p = b->p + b->len;
+
+    *p++ = c;
+    if (n < 10) {
+        *p++ = (char)('0' + n);
+    } else if (n < 100) {
+        *p++ = (char)('0' + n / 10);
+        *p++ = (char)('0' + n % 10);
+    } else {
+        p += lw__fmt_dec(p, n);
+    }
+    *p++ = '\r';
+    *p++ = '\n';
+    b->len = (size_t)(p - b->p);
 }
 
 int lw__resp_cmd(struct lw_resp *b, int argc, const char *const *argv,
