@@ -302,6 +302,10 @@ int lw__tls_open(struct lw_tls **out, struct ssl_ctx_st *ctx, int fd,
         rc = t->rc;
         goto cleanup;
     }
+    /* A CertificateRequest comes only during the handshake (no
+     * post-handshake authentication is offered): stop watching, or OpenSSL
+     * calls on_message() twice for every record of every section. */
+    SSL_set_msg_callback(t->ssl, NULL);
     *out = t;
     t = NULL;
     rc = LW_OK;
