@@ -47,8 +47,12 @@ void inv_metrics_render(struct inv_buf *b, int guarded)
 {
     lw_stats st;
     lw_stats_get(&st);
-    counter(b, "lockweave_locks_acquired_total", "Locks taken from Redis.",
+    counter(b, "lockweave_locks_acquired_total",
+            "Locks taken (from Redis, or handed on by another thread).",
             st.acquired);
+    counter(b, "lockweave_locks_handed_locally_total",
+            "Locks handed on by another thread of this process.",
+            st.handed_locally);
     counter(b, "lockweave_locks_reentered_total",
             "Guards satisfied by a lock already held.", st.reentered);
     counter(b, "lockweave_locks_contended_total",
