@@ -333,8 +333,11 @@ static int enqueue(struct attempt *a, const char *join, int64_t *ttl_ms)
         r->element[0]->integer > 0 &&
         r->element[1]->type == REDIS_REPLY_INTEGER) {
         *a->fence = (uint64_t)r->element[0]->integer;
+        /* Never more lease than we asked for, whatever the reply says. */
         a->valid_ms =
-            r->element[1]->integer > 0 ? r->element[1]->integer : l->expire_ms;
+            r->element[1]->integer > 0 && r->element[1]->integer < l->expire_ms
+                ? r->element[1]->integer
+                : l->expire_ms;
         rc = LW_OK;
     } else if ((sem || l->reader) && r->type == REDIS_REPLY_ARRAY &&
                r->elements == 2 && r->element[0]->type == REDIS_REPLY_INTEGER &&
@@ -352,7 +355,12 @@ static int enqueue(struct attempt *a, const char *join, int64_t *ttl_ms)
                r->element[0]->integer < 0 &&
                r->element[1]->type == REDIS_REPLY_STRING &&
                r->element[1]->len < sizeof a->entry) {
-        *ttl_ms = -1 - r->element[0]->integer;
+        /* The holder's TTL only caps our sleep: a reply past any lease
+         * (a key set by someone else, or not Redis talking) must not
+         * overflow the microseconds it is turned into. */
+        *ttl_ms = r->element[0]->integer < -(long long)UINT32_MAX
+                      ? (int64_t)UINT32_MAX
+                      : -1 - r->element[0]->integer;
         memcpy(a->entry, r->element[1]->str, r->element[1]->len);
         a->entry[r->element[1]->len] = '\0';
         rc = LW_R_BUSY;
