@@ -5,12 +5,56 @@
 #include <lockweave.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "base/fork.h"
 
 static _Thread_local struct lw_thread tls;
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+
+/* What each thread keeps, also listed from a global on the heap: a forked
+ * child has only the forking thread, and what the parent's other threads
+ * kept stays reachable there, not lost with their thread-local storage.
+ * The child frees none of it: another thread may have been changing it at
+ * the fork. */
+struct kept {
+    struct kept *next, **pprev;
+    void *res[LW_RES_COUNT];
+};
+static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct kept *kept_all;
+static _Thread_local struct kept *kept_mine;
+
+static void kept_set(int which, void *p)
+{
+    pthread_mutex_lock(&kept_mu);
+    if (kept_mine == NULL && (kept_mine = calloc(1, sizeof *kept_mine))) {
+        kept_mine->next = kept_all;
+        kept_mine->pprev = &kept_all;
+        if (kept_all != NULL)
+            kept_all->pprev = &kept_mine->next;
+        kept_all = kept_mine;
+    }
+    if (kept_mine != NULL) /* out of memory: only the listing is missing */
+        kept_mine->res[which] = p;
+    pthread_mutex_unlock(&kept_mu);
+}
+
+static void kept_drop(void)
+{
+    pthread_mutex_lock(&kept_mu);
+    if (kept_mine != NULL) {
+        *kept_mine->pprev = kept_mine->next;
+        if (kept_mine->next != NULL)
+            kept_mine->next->pprev = kept_mine->pprev;
+        free(kept_mine);
+        kept_mine = NULL;
+    }
+    pthread_mutex_unlock(&kept_mu);
+}
 
 /* Thread exit: p is the thread's own struct lw_thread (TLS lives until the
  * key destructors have run). */
@@ -18,6 +62,7 @@ static void thread_exit(void *p)
 {
     struct lw_thread *t = p;
 
+    kept_drop();
     for (int i = 0; i < LW_RES_COUNT; i++) {
         void *r = t->res[i];
         t->res[i] = NULL;
@@ -29,6 +74,7 @@ static void thread_exit(void *p)
 static void exit_key_init(void)
 {
     pthread_key_create(&exit_key, thread_exit);
+    lw__fork_register_mutex(&kept_mu);
 }
 
 struct lw_thread *lw__thread(void)
@@ -41,6 +87,7 @@ void lw__thread_keep(int which, void *p, void (*free_fn)(void *))
     pthread_once(&exit_key_once, exit_key_init);
     tls.res[which] = p;
     tls.res_free[which] = free_fn;
+    kept_set(which, p);
     pthread_setspecific(exit_key, &tls);
 }
 
