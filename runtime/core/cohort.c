@@ -56,8 +56,8 @@ struct waiter {
 };
 
 /* A key that threads of this process hold or wait for; freed by the last. */
-struct cohort {
-    struct cohort *next;           /* in its bucket */
+struct lw_cohort {
+    struct lw_cohort *next;        /* in its bucket */
     const struct lw_settings *cfg; /* another configuration's key of the
                                       same name may live on other servers */
     uint64_t hash;
@@ -74,7 +74,7 @@ struct cohort {
 
 static struct {
     pthread_mutex_t mu;
-    struct cohort *bucket[BUCKETS];
+    struct lw_cohort *bucket[BUCKETS];
 } tab = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -90,7 +90,7 @@ static void wake_all(void)
 {
     pthread_mutex_lock(&tab.mu);
     for (int b = 0; b < BUCKETS; b++)
-        for (struct cohort *c = tab.bucket[b]; c != NULL; c = c->next)
+        for (struct lw_cohort *c = tab.bucket[b]; c != NULL; c = c->next)
             for (struct waiter *w = c->head; w != NULL; w = w->next)
                 pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&tab.mu);
@@ -101,7 +101,7 @@ static void child(void)
 {
     for (int b = 0; b < BUCKETS; b++) {
         while (tab.bucket[b] != NULL) {
-            struct cohort *c = tab.bucket[b];
+            struct lw_cohort *c = tab.bucket[b];
             tab.bucket[b] = c->next;
             free(c);
         }
@@ -123,9 +123,9 @@ static uint64_t hash_of(const struct lw_lease *l)
 }
 
 /* l's cohort (h: hash_of(l)), NULL if none.  Under tab.mu. */
-static struct cohort *find(const struct lw_lease *l, uint64_t h)
+static struct lw_cohort *find(const struct lw_lease *l, uint64_t h)
 {
-    struct cohort *c = tab.bucket[h % BUCKETS];
+    struct lw_cohort *c = tab.bucket[h % BUCKETS];
 
     while (c != NULL &&
            (c->hash != h || c->cfg != l->cfg || c->keylen != l->keylen ||
@@ -136,16 +136,16 @@ static struct cohort *find(const struct lw_lease *l, uint64_t h)
 
 /* l's cohort, made if needed, with one more user; NULL out of memory.
  * Under tab.mu. */
-static struct cohort *join(const struct lw_lease *l)
+static struct lw_cohort *join(const struct lw_lease *l)
 {
     uint64_t h = hash_of(l);
-    struct cohort *c = find(l, h), **pp = &tab.bucket[h % BUCKETS];
+    struct lw_cohort *c = find(l, h), **pp = &tab.bucket[h % BUCKETS];
 
     if (c == NULL) {
         c = malloc(sizeof *c + l->keylen);
         if (c == NULL)
             return NULL;
-        *c = (struct cohort){.next = *pp, .cfg = l->cfg, .hash = h};
+        *c = (struct lw_cohort){.next = *pp, .cfg = l->cfg, .hash = h};
         c->tail = &c->head;
         c->keylen = l->keylen;
         memcpy(c->key, l->key, l->keylen);
@@ -156,9 +156,9 @@ static struct cohort *join(const struct lw_lease *l)
 }
 
 /* One user fewer; the last frees c.  Under tab.mu. */
-static void leave(struct cohort *c)
+static void leave(struct lw_cohort *c)
 {
-    struct cohort **pp = &tab.bucket[c->hash % BUCKETS];
+    struct lw_cohort **pp = &tab.bucket[c->hash % BUCKETS];
 
     if (--c->users > 0)
         return;
@@ -168,7 +168,7 @@ static void leave(struct cohort *c)
     free(c);
 }
 
-static struct waiter *pop(struct cohort *c)
+static struct waiter *pop(struct lw_cohort *c)
 {
     struct waiter *w = c->head;
 
@@ -181,7 +181,7 @@ static struct waiter *pop(struct cohort *c)
     return w;
 }
 
-static void unlink_waiter(struct cohort *c, struct waiter *w)
+static void unlink_waiter(struct lw_cohort *c, struct waiter *w)
 {
     struct waiter **pp = &c->head, *prev = NULL;
 
@@ -196,7 +196,7 @@ static void unlink_waiter(struct cohort *c, struct waiter *w)
 }
 
 /* A new leader: a run starts for it, if it takes the key. */
-static void elect(struct cohort *c)
+static void elect(struct lw_cohort *c)
 {
     c->led = 1;
     c->run = 1;
@@ -205,7 +205,7 @@ static void elect(struct cohort *c)
 
 /* The leader goes without handing the lock on: the first waiter leads now,
  * or nobody does.  Under tab.mu. */
-static void pass_lead(struct cohort *c)
+static void pass_lead(struct lw_cohort *c)
 {
     struct waiter *w = pop(c);
 
@@ -220,8 +220,8 @@ static void pass_lead(struct cohort *c)
 
 /* Take l from Redis for this process (we lead c).  On failure the next
  * waiter tries in turn, for itself: each caller learns its own answer. */
-static int lead(struct cohort *c, struct lw_lease *l, const lw_lock_opts *opts,
-                uint64_t *fence)
+static int lead(struct lw_cohort *c, struct lw_lease *l,
+                const lw_lock_opts *opts, uint64_t *fence)
 {
     int rc = lw__gate_closing() ? LW_ESHUTDOWN : l->be->acquire(l, opts, fence);
 
@@ -236,7 +236,7 @@ static int lead(struct cohort *c, struct lw_lease *l, const lw_lock_opts *opts,
 
 /* Wait on c's list (we joined c, tab.mu held, and c is led) until handed the
  * lock, asked to lead, or out of time.  Returns with tab.mu released. */
-static int wait_here(struct cohort *c, struct lw_lease *l,
+static int wait_here(struct lw_cohort *c, struct lw_lease *l,
                      const lw_lock_opts *opts, uint64_t *fence)
 {
     int64_t start_us = lw__now_us(),
@@ -287,11 +287,11 @@ static int wait_here(struct cohort *c, struct lw_lease *l,
 int lw__cohort_acquire(struct lw_lease *l, const lw_lock_opts *opts,
                        uint64_t *fence)
 {
-    struct cohort *c;
+    struct lw_cohort *c;
+    int rc;
 
     if (!takes_part(l))
         return l->be->acquire(l, opts, fence);
-    l->cohort = 1;
     pthread_once(&once, init);
     pthread_mutex_lock(&tab.mu);
     c = join(l);
@@ -302,14 +302,17 @@ int lw__cohort_acquire(struct lw_lease *l, const lw_lock_opts *opts,
     if (!c->led) {
         elect(c);
         pthread_mutex_unlock(&tab.mu);
-        return lead(c, l, opts, fence);
-    }
-    if (opts->wait_ms == 0) { /* a sibling thread has it: busy */
+        rc = lead(c, l, opts, fence);
+    } else if (opts->wait_ms == 0) { /* a sibling thread has it: busy */
         leave(c);
         pthread_mutex_unlock(&tab.mu);
-        return LW_ETIMEOUT;
+        rc = LW_ETIMEOUT;
+    } else {
+        rc = wait_here(c, l, opts, fence);
     }
-    return wait_here(c, l, opts, fence);
+    if (rc == LW_OK)
+        l->cohort = c; /* its release goes through c: we lead it now */
+    return rc;
 }
 
 /* Give l back through Redis, unless lw_shutdown() did already (then its
@@ -324,9 +327,9 @@ static int release(struct lw_lease *l)
 /* May the first waiter of c be handed the lock that l holds, with no round
  * trip?  (l's configuration is not gone: lw_shutdown() closes the gate
  * before it frees one, and ends leases after.) */
-static int may_hand(const struct cohort *c, const struct lw_lease *l)
+static int may_hand(const struct lw_cohort *c, const struct lw_lease *l)
 {
-    return c != NULL && c->head != NULL && !lw__gate_closing() &&
+    return c->head != NULL && !lw__gate_closing() &&
            !__atomic_load_n(&l->ended, __ATOMIC_ACQUIRE) &&
            !lw__lease_lost(l) && c->run <= (unsigned)l->cfg->local_handoffs &&
            l->valid_until_ms - lw__now_ms() >=
@@ -336,31 +339,32 @@ static int may_hand(const struct cohort *c, const struct lw_lease *l)
 /* Fences for the next sections of l's run, as many as threads wait now
  * (one round trip for them all), unless some are left.  Under tab.mu,
  * released during the round trip. */
-static void mint_fences(struct cohort *c, struct lw_lease *l)
+static void mint_fences(struct lw_cohort *c, struct lw_lease *l)
 {
     uint32_t left = (uint32_t)l->cfg->local_handoffs + 1 - c->run, n;
     uint64_t first;
+    int rc;
 
     if (c->fences_left > 0 || l->be->fences == NULL)
         return;
     n = c->waiting < left ? c->waiting : left;
     pthread_mutex_unlock(&tab.mu);
-    if (l->be->fences(l, n, &first) != LW_OK)
-        n = 0; /* then through Redis */
+    rc = l->be->fences(l, n, &first);
     pthread_mutex_lock(&tab.mu);
-    c->next_fence = first;
-    c->fences_left = n;
+    if (rc == LW_OK) { /* else through Redis */
+        c->next_fence = first;
+        c->fences_left = n;
+    }
 }
 
 int lw__cohort_release(struct lw_lease *l)
 {
-    struct cohort *c;
+    struct lw_cohort *c = l->cohort;
     struct waiter *w;
 
-    if (!l->cohort)
+    if (c == NULL)
         return release(l);
     pthread_mutex_lock(&tab.mu);
-    c = find(l, hash_of(l)); /* ours: we lead it */
     if (may_hand(c, l))
         mint_fences(c, l);
     /* Again after the round trip: waiters may have left, and a lease still
@@ -385,10 +389,8 @@ int lw__cohort_release(struct lw_lease *l)
     }
     /* The next leader may start while our release is on its way: it finds
      * the key busy and queues in Redis, where the release hands it on. */
-    if (c != NULL) {
-        pass_lead(c);
-        leave(c);
-    }
+    pass_lead(c);
+    leave(c);
     pthread_mutex_unlock(&tab.mu);
     return release(l);
 }

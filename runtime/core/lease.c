@@ -25,7 +25,7 @@ void lw__lease_init(struct lw_lease *l, const struct lw_backend *be,
     l->hold_ms = opts->hold_at_least_ms;
     l->permits = opts->permits;
     l->reader = (opts->flags & LW_LOCK_READ) != 0;
-    l->cohort = 0;
+    l->cohort = NULL;
     /* Only a semaphore's scripts send it: no formatting on a mutex's path. */
     l->permits_len =
         opts->permits > 0

@@ -15,6 +15,7 @@
  */
 struct lw_settings;
 struct lw_backend;
+struct lw_cohort;
 
 struct lw_lease {
     const struct lw_settings *cfg; /* configuration it was taken under:
@@ -36,14 +37,15 @@ struct lw_lease {
     uint32_t permits;    /* > 0: a semaphore's permit (opts->permits) */
     char permits_str[8]; /* permits in decimal */
     int permits_len;
-    int reader; /* a read lock (LW_LOCK_READ) */
-    int cohort; /* taken through cohort.c: given back through it too */
-    int64_t hold_until_ms;  /* a release before then keeps the key until
-                               then (our clock; set when acquired) */
-    int64_t valid_until_ms; /* the lease surely ends by then (our clock) */
-    int64_t due_ms;         /* next watchdog action */
-    int heap_idx;           /* position in the watchdog heap, -1 if not there */
-    int fifo;               /* watchdog FIFO it is queued in, -1 if none */
+    int reader;               /* a read lock (LW_LOCK_READ) */
+    struct lw_cohort *cohort; /* taken through it (cohort.c), given back
+                                 through it; NULL if not */
+    int64_t hold_until_ms;    /* a release before then keeps the key until
+                                 then (our clock; set when acquired) */
+    int64_t valid_until_ms;   /* the lease surely ends by then (our clock) */
+    int64_t due_ms;           /* next watchdog action */
+    int heap_idx; /* position in the watchdog heap, -1 if not there */
+    int fifo;     /* watchdog FIFO it is queued in, -1 if none */
     struct lw_lease *prev, *next; /* links in that FIFO */
     int inflight;                 /* the watchdog is renewing it right now */
     int lost;                     /* atomic: set once, by watchdog or release */
