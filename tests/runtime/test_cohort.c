@@ -249,6 +249,7 @@ struct waiter {
     uint32_t wait_ms;
     int rc;
     int64_t took_ms;
+    uint64_t fence; /* lw_fence() once it held the key */
     pthread_t t;
 };
 
@@ -260,8 +261,10 @@ static void *waiter_main(void *arg)
 
     w->rc = lock_str(&g, w->key, 10000, w->wait_ms);
     w->took_ms = now_ms() - t0;
-    if (w->rc == LW_OK)
+    if (w->rc == LW_OK) {
+        w->fence = lw_fence();
         CHECK_RC(lw_guard_leave(&g), LW_OK);
+    }
     return NULL;
 }
 
@@ -305,28 +308,9 @@ static void old_lease(void)
     CHECK_EQ(stats().handed_locally, before.handed_locally);
 }
 
-struct fenced {
-    uint64_t fence;
-    int rc;
-    pthread_t t;
-};
-
-static void *fenced_main(void *arg)
-{
-    struct fenced *f = arg;
-    lw_guard g;
-
-    f->rc = lock_str(&g, "lost", 10000, 20000);
-    if (f->rc == LW_OK) {
-        f->fence = lw_fence();
-        f->rc = lw_guard_leave(&g);
-    }
-    return NULL;
-}
-
 static void counter_lost(void)
 {
-    struct fenced w = {0};
+    struct waiter w;
     lw_stats before;
     uint64_t f1;
     lw_guard g;
@@ -334,7 +318,7 @@ static void counter_lost(void)
     CHECK_RC(lock_str(&g, "lost", 10000, 0), LW_OK);
     f1 = lw_fence();
     before = stats();
-    CHECK_EQ(pthread_create(&w.t, NULL, fenced_main, &w), 0);
+    waiter_start(&w, "lost", 20000);
     await_contended(before.contended, 1);
     forget_fences(&srv);
     CHECK_RC(lw_guard_leave(&g), LW_OK);
