@@ -138,7 +138,7 @@ static const char enqueue_lua[] = MINT_LUA
     "    i = i + 1\n"                                                          \
     "  elseif readers and not reader then\n"                                   \
     "    return 1\n"                                                           \
-    "  elseif type(alive) == 'string' and (readers or\n"                       \
+    "  elseif type(alive) == 'string' and (readers or ARGV[3] == '0' or\n"     \
     "      now - tonumber(head[2]) >= tonumber(ARGV[3]) * 1000) then\n"        \
     "    redis.call('zrem', KEYS[2], head[1])\n"                               \
     "    if reader then " grant_reader " else " grant " end\n"                 \
@@ -180,12 +180,12 @@ static const char enqueue_lua[] = MINT_LUA
  * of this same release (see below), 0 already expired, -1 held by another
  * owner.
  * With waiters queued, the oldest live one that listens is told, in its
- * mailbox (kept for mailbox ms): if it has waited at least the hand-off age,
- * the lock is handed to it right here (set to its token, fence minted,
- * "g<fence> <entry score>" sent, the score naming the queue entry it was
- * made to) so nobody can barge past it; otherwise "w" wakes it to compete.
- * Barging while the queue is young keeps throughput; the hand-off bounds
- * every waiter's wait.  A waiter that polls (Redis refused it BLPOP) would
+ * mailbox (kept for mailbox ms): if it has waited at least the hand-off age
+ * (always when that is 0, whatever the clock says of its entry), the lock is
+ * handed to it right here (set to its token, fence minted, "g<fence> <entry
+ * score>" sent, the score naming the queue entry it was made to) so nobody
+ * can barge past it; otherwise "w" wakes it to compete.  The hand-off
+ * bounds every waiter's wait.  A waiter that polls (Redis refused it BLPOP) would
  * hear of a hand-off only at its next poll, the lock idle until then: it is
  * passed over (the first POLLERS_SKIPPED of them) and finds the lock free.
  * A release that told a waiter leaves a receipt, "<alive prefix><our

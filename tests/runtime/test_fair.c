@@ -75,6 +75,7 @@ struct waiter_arg {
     uint32_t wait_ms;
     int rc;
     uint64_t fence;
+    int hold_ms; /* how long to keep the lock once it is ours */
 };
 
 static void *waiter(void *p)
@@ -84,6 +85,7 @@ static void *waiter(void *p)
     a->rc = lock_str(&g, a->key, 5000, a->wait_ms);
     if (a->rc == LW_OK) {
         a->fence = lw_fence();
+        sleep_ms(a->hold_ms);
         lw_guard_leave(&g);
     }
     return NULL;
@@ -93,7 +95,7 @@ static void timeout_leaves_queue(void)
 {
     lw_guard g;
     pthread_t t;
-    struct waiter_arg a = {"q", 300, 0, 0};
+    struct waiter_arg a = {"q", 300, 0, 0, 0};
 
     CHECK_RC(lock_str(&g, "q", 5000, 0), LW_OK);
     CHECK_EQ(pthread_create(&t, NULL, waiter, &a), 0);
@@ -109,7 +111,7 @@ static void handed_to_live_waiter(void)
 {
     lw_guard g;
     pthread_t t;
-    struct waiter_arg a = {"h", 5000, 0, 0};
+    struct waiter_arg a = {"h", 5000, 0, 0, 0};
     uint64_t mine;
 
     CHECK_RC(lock_str(&g, "h", 5000, 0), LW_OK);
@@ -121,6 +123,52 @@ static void handed_to_live_waiter(void)
     CHECK_RC(a.rc, LW_OK);
     CHECK(a.fence > mine);
     CHECK_EQ(queue_len("h"), 0);
+}
+
+/* By default a release hands the lock to the oldest waiter whatever the age
+ * of its queue entry: nobody takes it past a queued waiter, not even the
+ * thread that releases it and asks again at once.  The waiter is another
+ * process, stopped once queued so that it cannot race that thread, and its
+ * entry is made to look younger than any hand-off age (scored a minute
+ * ahead, as a server whose clock stepped back would score it): with an age
+ * to wait for, the release would only wake it and leave the lock free. */
+static void fifo_by_default(void)
+{
+    lw_guard g, again;
+    redisReply *head;
+    pid_t child;
+    int rc, status;
+
+    CHECK_RC(lock_str(&g, "f", 5000, 0), LW_OK);
+    child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        lw_guard cg;
+        rc = lock_str(&cg, "f", 5000, 10000);
+        if (rc == LW_OK)
+            rc = lw_guard_leave(&cg);
+        _exit(rc == LW_OK ? 0 : 1);
+    }
+    for (int i = 0; i < 500 && queue_len("f") == 0; i++)
+        sleep_ms(10);
+    CHECK_EQ(kill(child, SIGSTOP), 0);
+    head = rh_cmd(&srv, "ZRANGE {lock:f}:q 0 0 WITHSCORES");
+    CHECK(head != NULL && head->elements == 2);
+    CHECK_EQ(rh_cmd_int(&srv, "ZADD {lock:f}:q XX %lld %s",
+                        atoll(head->element[1]->str) + 60000000LL,
+                        head->element[0]->str),
+             0);
+    freeReplyObject(head);
+    CHECK_RC(lw_guard_leave(&g), LW_OK);
+    rc = lock_str(&again, "f", 5000, 0);
+    printf("asked again right after releasing to a young waiter: %s\n",
+           lw_strerror(rc));
+    if (rc == LW_OK)
+        lw_guard_leave(&again);
+    CHECK_EQ(kill(child, SIGCONT), 0);
+    CHECK_EQ(waitpid(child, &status, 0), child);
+    CHECK_RC(rc, LW_ETIMEOUT);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 /* A waiter killed while queued stops refreshing its alive key: a release
@@ -158,6 +206,7 @@ int main(void)
     no_starvation();
     timeout_leaves_queue();
     handed_to_live_waiter();
+    fifo_by_default();
     dead_waiter_skipped();
     lw_shutdown();
     CHECK_EQ(rh_stop(&srv), 0);
