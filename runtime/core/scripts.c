@@ -103,11 +103,14 @@ static const char enqueue_lua[] = MINT_LUA
 #define POLLERS_SKIPPED "32"
 /* Tell the oldest live waiter that listens (see release_lua): hand it the
  * lock with the Lua statement grant (tok: its token, lease: its lease ms,
- * now: the server's clock in microseconds), or wake it after the statement
- * free; free too when nobody is told.  A waiter for a read lock (its queue
+ * clock(): the server's clock in microseconds), or wake it after the
+ * statement free; free too when nobody is told.  A waiter for a read lock (its queue
  * member ends "|r") is granted with grant_reader instead, and so is every
  * reader queued after it up to the next writer: readers share.  ARGV[1..5]
- * as release_lua's; returns 1. */
+ * as release_lua's; returns 1.  A head alive and listening, the common
+ * case, costs one read of the queue and no clock; the queue's length is read
+ * only to go past the head, and before anything is removed from it, so that
+ * a queue emptied here is not read again (see release_lua: migration). */
 #define HANDOFF_LUA(grant, grant_reader, free)                                 \
     "local function tell(tok, msg)\n"                                          \
     "  if ARGV[5] ~= '0' then\n"                                               \
@@ -117,20 +120,26 @@ static const char enqueue_lua[] = MINT_LUA
     "  redis.pcall('rpush', box, msg)\n"                                       \
     "  redis.pcall('pexpire', box, ARGV[2])\n"                                 \
     "end\n"                                                                    \
-    "local n = redis.call('zcard', KEYS[2])\n"                                 \
-    "local i, now, readers = 0, nil, false\n"                                  \
-    "while i < n and i < " POLLERS_SKIPPED " do\n"                             \
-    "  local head = redis.call('zrange', KEYS[2], i, i, 'WITHSCORES')\n"       \
+    "local n, i, now, readers = nil, 0, nil, false\n"                         \
+    "local function clock()\n"                                                 \
     "  if not now then\n"                                                      \
     "    local t = redis.call('time')\n"                                       \
     "    now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"                    \
     "  end\n"                                                                  \
+    "  return now\n"                                                           \
+    "end\n"                                                                    \
+    "while i < " POLLERS_SKIPPED " and (not n or i < n) do\n"                  \
+    "  local head = redis.call('zrange', KEYS[2], i, i, 'WITHSCORES')\n"       \
+    "  if #head == 0 then break end\n"                                         \
     "  local sep = string.find(head[1], '|', 1, true)\n"                       \
     "  local tok = string.sub(head[1], 1, sep - 1)\n"                          \
     "  local lease = string.sub(head[1], sep + 1)\n"                           \
     "  local reader = string.sub(lease, -2) == '|r'\n"                         \
     "  if reader then lease = string.sub(lease, 1, -3) end\n"                  \
     "  local alive = redis.pcall('get', ARGV[4] .. tok)\n"                     \
+    "  if reader or alive ~= '1' then\n"                                       \
+    "    n = n or redis.call('zcard', KEYS[2])\n"                              \
+    "  end\n"                                                                  \
     "  if not alive then\n"                                                    \
     "    redis.call('zrem', KEYS[2], head[1])\n"                               \
     "    n = n - 1\n"                                                          \
@@ -139,7 +148,7 @@ static const char enqueue_lua[] = MINT_LUA
     "  elseif readers and not reader then\n"                                   \
     "    return 1\n"                                                           \
     "  elseif type(alive) == 'string' and (readers or ARGV[3] == '0' or\n"     \
-    "      now - tonumber(head[2]) >= tonumber(ARGV[3]) * 1000) then\n"        \
+    "      clock() - tonumber(head[2]) >= tonumber(ARGV[3]) * 1000) then\n"    \
     "    redis.call('zrem', KEYS[2], head[1])\n"                               \
     "    if reader then " grant_reader " else " grant " end\n"                 \
     "    local f = mint(KEYS[3])\n"                                            \
@@ -221,7 +230,7 @@ static const char release_lua[] = MINT_LUA
     "  return 0\n"
     "end\n"
     HANDOFF_LUA("redis.call('set', KEYS[1], tok, 'PX', lease)",
-                "add_reader(tok, lease, math.floor(now / 1000))",
+                "add_reader(tok, lease, math.floor(clock() / 1000))",
                 "redis.call('del', KEYS[1])");
 
 /*
@@ -294,7 +303,7 @@ static const char sem_release_lua[] = MINT_LUA SEM_KEEP_LUA SEM_CLOCK_LUA
     "  return 1\n"
     "end\n"
     "redis.call('zrem', KEYS[1], ARGV[1])\n"
-    HANDOFF_LUA("redis.call('zadd', KEYS[1], math.floor(now / 1000) + "
+    HANDOFF_LUA("redis.call('zadd', KEYS[1], math.floor(clock() / 1000) + "
                 "tonumber(lease), tok) keep(tonumber(lease))",
                 "error('a reader queued for a semaphore')",
                 "if redis.call('zcount', KEYS[1], '-inf', '(+inf') == 0 then "
@@ -385,7 +394,7 @@ static const char rw_release_lua[] = MINT_LUA READERS_LUA("KEYS[4]")
     "redis.call('zrem', KEYS[4], ARGV[1])\n"
     "if redis.call('zcard', KEYS[4]) > 0 then return 1 end\n"
     HANDOFF_LUA("redis.call('set', KEYS[1], tok, 'PX', lease)",
-                "add_reader(tok, lease, math.floor(now / 1000))",
+                "add_reader(tok, lease, math.floor(clock() / 1000))",
                 "redis.call('del', KEYS[1])");
 
 /* Renew one read lock.  KEYS: lock, readers.  ARGV: token, lease ms.
