@@ -104,8 +104,8 @@ static const char enqueue_lua[] = MINT_LUA
 /* Tell the oldest live waiter that listens (see release_lua): hand it the
  * lock with the Lua statement grant (tok: its token, lease: its lease ms,
  * clock(): the server's clock in microseconds), or wake it after the
- * statement free; free too when nobody is told.  A waiter for a read lock (its queue
- * member ends "|r") is granted with grant_reader instead, and so is every
+ * statement free; free too when nobody is told.  A waiter for a read lock (its
+ * queue member ends "|r") is granted with grant_reader instead, and so is every
  * reader queued after it up to the next writer: readers share.  ARGV[1..5]
  * as release_lua's; returns 1.  A head alive and listening, the common
  * case, costs one read of the queue and no clock; the queue's length is read
@@ -120,7 +120,7 @@ static const char enqueue_lua[] = MINT_LUA
     "  redis.pcall('rpush', box, msg)\n"                                       \
     "  redis.pcall('pexpire', box, ARGV[2])\n"                                 \
     "end\n"                                                                    \
-    "local n, i, now, readers = nil, 0, nil, false\n"                         \
+    "local n, i, now, readers = nil, 0, nil, false\n"                          \
     "local function clock()\n"                                                 \
     "  if not now then\n"                                                      \
     "    local t = redis.call('time')\n"                                       \
@@ -194,9 +194,9 @@ static const char enqueue_lua[] = MINT_LUA
  * handed to it right here (set to its token, fence minted, "g<fence> <entry
  * score>" sent, the score naming the queue entry it was made to) so nobody
  * can barge past it; otherwise "w" wakes it to compete.  The hand-off
- * bounds every waiter's wait.  A waiter that polls (Redis refused it BLPOP) would
- * hear of a hand-off only at its next poll, the lock idle until then: it is
- * passed over (the first POLLERS_SKIPPED of them) and finds the lock free.
+ * bounds every waiter's wait.  A waiter that polls (Redis refused it BLPOP)
+ * would hear of a hand-off only at its next poll, the lock idle until then: it
+ * is passed over (the first POLLERS_SKIPPED of them) and finds the lock free.
  * A release that told a waiter leaves a receipt, "<alive prefix><our
  * token>:rel", for receipt ms: a release sent again after its reply was lost
  * (connection killed) may then find the waiter's token in the key — handed
