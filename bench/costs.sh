@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# bench/costs.sh DRIVER HANDWRITTEN [ROUNDS] [--quick]
+#
+# Where a section's time goes, for lockweave beside the hand-written hiredis
+# lock (1 ms retry) and the two-round-trip bound: the paired workloads of
+# bench/paired.sh, each run alone on its own fresh redis-server, and per
+# critical section
+#   redis CPU   redis-server's user + system time (/proc/PID/stat)
+#   commands    commands Redis ran (INFO commandstats: a script's own calls
+#               count too), and of them scripts (EVAL/EVALSHA) and the
+#               calls made from scripts
+#   client CPU  the driver's processes' user + system time (getrusage)
+#   switches    the driver's processes' context switches, voluntary and not
+# Each figure is the median over ROUNDS runs (default 3), implementations
+# alternating.  On two shared cores every CPU figure is inflated by
+# whatever else runs; read them side by side, from one run.
+set -euo pipefail
+driver=$1 hand=$2 rounds=${3:-3}
+if [[ ${4:-} == --quick || ${3:-} == --quick ]]; then
+  [[ ${3:-} == --quick ]] && rounds=3
+  u_iters=5000 c_iters=300 s_iters=800
+else
+  u_iters=30000 c_iters=2000 s_iters=5000
+fi
+procs=8
+tmp=$(mktemp -d /tmp/lw-costs.XXXXXX)
+rpid=
+stop_server() {
+  if [[ -n $rpid ]]; then
+    kill "$rpid" 2>/dev/null || true # by PID: never pkill
+    wait "$rpid" 2>/dev/null || true
+  fi
+  rpid=
+}
+trap 'stop_server; rm -rf "$tmp"' EXIT
+
+# One run of one implementation on a fresh server: a JSON line.
+one() { # impl workload iters command...
+  local impl=$1 w=$2 n=$3 port t0 t1 p=$procs
+  shift 3
+  [[ $w == uncontended ]] && p=1
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no \
+    --dir "$tmp" --logfile "$tmp/redis.log" --daemonize no &
+  rpid=$!
+  for _ in $(seq 100); do
+    redis-cli -p "$port" ping >/dev/null 2>&1 && break
+    sleep 0.05
+  done
+  redis-cli -p "$port" config resetstat >/dev/null
+  t0=$(awk '{print $14 + $15}' "/proc/$rpid/stat")
+  /usr/bin/time -f '%U %S %w %c' -o "$tmp/time" "$@" --workload "$w" \
+    --port "$port" --procs $p --iters "$n" --ttl-ms 10000 --wait-ms 10000 \
+    --retry-ms 1 >"$tmp/run.json"
+  t1=$(awk '{print $14 + $15}' "/proc/$rpid/stat")
+  redis-cli -p "$port" info commandstats | tr -d '\r' >"$tmp/cmdstats"
+  stop_server
+  python3 - "$impl" "$w" "$((t1 - t0))" "$(getconf CLK_TCK)" <<'PY'
+import json, os, sys
+impl, w, ticks, hz = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+d = os.environ["COSTS_TMP"]
+run = json.load(open(d + "/run.json"))
+user, sys_, vol, invol = map(float, open(d + "/time").read().split())
+calls = scripts = 0
+for line in open(d + "/cmdstats"):
+    if not line.startswith("cmdstat_"):
+        continue
+    name, rest = line[8:].split(":", 1)
+    if name in ("config|resetstat", "info", "command|docs"):
+        continue
+    n = int(dict(kv.split("=") for kv in rest.strip().split(","))["calls"])
+    calls += n
+    if name in ("eval", "evalsha"):
+        scripts += n
+s = run["sections"]
+print(json.dumps({"impl": impl, "workload": w, "ops_per_s": run["ops_per_s"],
+    "redis_cpu_us": ticks * 1e6 / hz / s, "commands": calls / s,
+    "scripts": scripts / s, "client_cpu_us": (user + sys_) * 1e6 / s,
+    "switches": (vol + invol) / s}))
+PY
+}
+export COSTS_TMP=$tmp
+
+out=$tmp/costs.jsonl
+: >"$out"
+for r in $(seq "$rounds"); do
+  order=(lw hand raw)
+  ((r % 2 == 0)) && order=(raw hand lw)
+  for w in uncontended contended spread; do
+    case $w in
+      uncontended) n=$u_iters ;;
+      contended) n=$c_iters ;;
+      spread) n=$s_iters ;;
+    esac
+    for impl in "${order[@]}"; do
+      case $impl in
+        lw) one lockweave $w $n "$driver" >>"$out" ;;
+        hand) one hand-written $w $n "$hand" >>"$out" ;;
+        raw) [[ $w == uncontended ]] && one raw-2rtt $w $n "$hand" --raw >>"$out" ;;
+      esac
+    done
+  done
+  echo "costs: round $r of $rounds done" >&2
+done
+
+python3 - "$out" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+keys = ["ops_per_s", "redis_cpu_us", "commands", "scripts", "client_cpu_us",
+        "switches"]
+print("per critical section, median of %d runs each" %
+      len([r for r in rows if r["impl"] == "raw-2rtt"]))
+print("%-12s %-12s %9s %10s %9s %8s %11s %9s" % ("workload", "impl",
+      "ops/s", "redis us", "commands", "scripts", "client us", "switches"))
+for w in ["uncontended", "contended", "spread"]:
+    for impl in ["lockweave", "hand-written", "raw-2rtt"]:
+        sel = [r for r in rows if r["workload"] == w and r["impl"] == impl]
+        if not sel:
+            continue
+        m = {k: statistics.median(r[k] for r in sel) for k in keys}
+        print("%-12s %-12s %9.0f %10.1f %9.2f %8.2f %11.1f %9.2f" % (w, impl,
+              m["ops_per_s"], m["redis_cpu_us"], m["commands"], m["scripts"],
+              m["client_cpu_us"], m["switches"]))
+PY
