@@ -75,7 +75,6 @@ struct waiter_arg {
     uint32_t wait_ms;
     int rc;
     uint64_t fence;
-    int hold_ms; /* how long to keep the lock once it is ours */
 };
 
 static void *waiter(void *p)
@@ -85,7 +84,6 @@ static void *waiter(void *p)
     a->rc = lock_str(&g, a->key, 5000, a->wait_ms);
     if (a->rc == LW_OK) {
         a->fence = lw_fence();
-        sleep_ms(a->hold_ms);
         lw_guard_leave(&g);
     }
     return NULL;
@@ -95,7 +93,7 @@ static void timeout_leaves_queue(void)
 {
     lw_guard g;
     pthread_t t;
-    struct waiter_arg a = {"q", 300, 0, 0, 0};
+    struct waiter_arg a = {"q", 300, 0, 0};
 
     CHECK_RC(lock_str(&g, "q", 5000, 0), LW_OK);
     CHECK_EQ(pthread_create(&t, NULL, waiter, &a), 0);
@@ -111,7 +109,7 @@ static void handed_to_live_waiter(void)
 {
     lw_guard g;
     pthread_t t;
-    struct waiter_arg a = {"h", 5000, 0, 0, 0};
+    struct waiter_arg a = {"h", 5000, 0, 0};
     uint64_t mine;
 
     CHECK_RC(lock_str(&g, "h", 5000, 0), LW_OK);
