@@ -7,21 +7,12 @@
 # the median and range of the per-round new/old ratios.
 set -euo pipefail
 old=$1 new=$2 rounds=$3 out=$4
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d /tmp/lw-ab.XXXXXX)
-redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no \
-  --dir "$tmp" --logfile "$tmp/redis.log" --daemonize no &
-rpid=$!
-cleanup() {
-  kill "$rpid" 2>/dev/null || true # by PID: never pkill
-  wait "$rpid" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-for _ in $(seq 100); do
-  redis-cli -p "$port" ping >/dev/null 2>&1 && break
-  sleep 0.05
-done
+trap 'bench_redis_stop; rm -rf "$tmp"' EXIT
+bench_redis_start "$tmp"
+port=$bench_port
 
 : >"$out"
 for r in $(seq "$rounds"); do

@@ -23,38 +23,26 @@ else
   u_iters=30000 c_iters=2000 s_iters=5000
 fi
 procs=8
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d /tmp/lw-costs.XXXXXX)
-rpid=
-stop_server() {
-  if [[ -n $rpid ]]; then
-    kill "$rpid" 2>/dev/null || true # by PID: never pkill
-    wait "$rpid" 2>/dev/null || true
-  fi
-  rpid=
-}
-trap 'stop_server; rm -rf "$tmp"' EXIT
+trap 'bench_redis_stop; rm -rf "$tmp"' EXIT
 
 # One run of one implementation on a fresh server: a JSON line.
 one() { # impl workload iters command...
   local impl=$1 w=$2 n=$3 port t0 t1 p=$procs
   shift 3
   [[ $w == uncontended ]] && p=1
-  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no \
-    --dir "$tmp" --logfile "$tmp/redis.log" --daemonize no &
-  rpid=$!
-  for _ in $(seq 100); do
-    redis-cli -p "$port" ping >/dev/null 2>&1 && break
-    sleep 0.05
-  done
+  bench_redis_start "$tmp"
+  port=$bench_port
   redis-cli -p "$port" config resetstat >/dev/null
-  t0=$(awk '{print $14 + $15}' "/proc/$rpid/stat")
+  t0=$(awk '{print $14 + $15}' "/proc/$bench_rpid/stat")
   /usr/bin/time -f '%U %S %w %c' -o "$tmp/time" "$@" --workload "$w" \
     --port "$port" --procs $p --iters "$n" --ttl-ms 10000 --wait-ms 10000 \
     --retry-ms 1 >"$tmp/run.json"
-  t1=$(awk '{print $14 + $15}' "/proc/$rpid/stat")
+  t1=$(awk '{print $14 + $15}' "/proc/$bench_rpid/stat")
   redis-cli -p "$port" info commandstats | tr -d '\r' >"$tmp/cmdstats"
-  stop_server
+  bench_redis_stop
   python3 - "$impl" "$w" "$((t1 - t0))" "$(getconf CLK_TCK)" <<'PY'
 import json, os, sys
 impl, w, ticks, hz = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])

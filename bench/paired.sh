@@ -7,8 +7,10 @@
 # two sides of a ratio on different machines.  Here lockweave, the
 # hand-written hiredis lock (1 ms retry) and the round-trip bound run back to
 # back on one private redis-server, round after round, in alternating order
-# (ABC, then CBA), with the harness's sizes; ratios.py --paired then takes each
-# round's ratio and reports the median and the range.
+# (ABCD, then DCBA), with the harness's sizes; ratios.py --paired then takes each
+# round's ratio and reports the median and the range.  Contended also runs
+# the serial bound (lw_bench_bound beside DRIVER, bench/bound.c), the most
+# any lock could reach there.
 set -euo pipefail
 driver=$1 hand=$2 out=$3 rounds=$4
 if [[ ${5:-} == --quick ]]; then
@@ -17,22 +19,14 @@ else
   u_iters=50000 c_iters=2000 s_iters=5000
 fi
 procs=8 ttl=10000 wait=10000
+bound=$(dirname "$driver")/lw_bench_bound
 
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d /tmp/lw-paired.XXXXXX)
-redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no \
-  --dir "$tmp" --logfile "$tmp/redis.log" --daemonize no &
-rpid=$!
-cleanup() {
-  kill "$rpid" 2>/dev/null || true # by PID: never pkill
-  wait "$rpid" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-for _ in $(seq 100); do
-  redis-cli -p "$port" ping >/dev/null 2>&1 && break
-  sleep 0.05
-done
+trap 'bench_redis_stop; rm -rf "$tmp"' EXIT
+bench_redis_start "$tmp"
+port=$bench_port
 
 # One run: the driver's JSON line with the round number added.
 one() { # round workload iters command...
@@ -45,8 +39,8 @@ one() { # round workload iters command...
 
 : >"$out"
 for r in $(seq "$rounds"); do
-  order=(lw hand raw)
-  ((r % 2 == 0)) && order=(raw hand lw)
+  order=(lw hand raw bound)
+  ((r % 2 == 0)) && order=(bound raw hand lw)
   for w in uncontended contended spread; do
     case $w in
       uncontended) n=$u_iters ;;
@@ -58,6 +52,7 @@ for r in $(seq "$rounds"); do
         lw) one "$r" $w $n "$driver" ;;
         hand) one "$r" $w $n "$hand" ;;
         raw) [[ $w == uncontended ]] && one "$r" $w $n "$hand" --raw ;;
+        bound) [[ $w == contended ]] && one "$r" $w $n "$bound" ;;
       esac
     done
   done

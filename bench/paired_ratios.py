@@ -13,12 +13,18 @@ run of that round (most sections per second; its p99 is that run's), and the
 retry that won each round is listed; --each-retry gives every retry its own
 row instead.  --target only labels a workload's rows: a ratio is measured,
 never asserted.
+
+When the serial bound ran too (bench/bound.c: the workload's sections back
+to back with no lock), lockweave / serial-bound is the share of that ceiling
+lockweave reaches, and a second table gives serial-bound / each other
+implementation: the most any lock could reach against it on this machine.
 """
 import json
 import statistics
 import sys
 
 BASE = "lockweave"
+BOUND = "serial-bound"
 ORDER = ["uncontended", "contended", "spread", "threads", "threads-keys"]
 
 
@@ -35,7 +41,7 @@ def main(argv):
             targets[w] = text
 
     def label(r):
-        if each_retry and r["impl"] != BASE:
+        if each_retry and r["impl"] not in (BASE, BOUND):
             return f"{r['impl']} @{r['retry_ms']}ms"
         return r["impl"]
 
@@ -47,7 +53,7 @@ def main(argv):
     rounds = sorted({r["round"] for r in rows})
     workloads = sorted({r["workload"] for r in rows},
                        key=lambda w: (ORDER.index(w) if w in ORDER else 99, w))
-    others = sorted({label(r) for r in rows if r["impl"] != BASE})
+    others = sorted({label(r) for r in rows if r["impl"] not in (BASE, BOUND)})
 
     def span(vals):
         return f"{statistics.median(vals):6.2f} {min(vals):5.2f}-{max(vals):<5.2f}"
@@ -77,6 +83,21 @@ def main(argv):
         cells = [r[i].rjust(width[i]) if i in (2, 3) else r[i].ljust(width[i])
                  for i in range(6)]
         print("  ".join(cells + [r[6]]))
+    def ratios(w, num, den):
+        return [best[(rd, num, w)]["ops_per_s"] / best[(rd, den, w)]["ops_per_s"]
+                for rd in rounds if (rd, num, w) in best and
+                (rd, den, w) in best and best[(rd, den, w)]["ops_per_s"]]
+
+    ceilings = []
+    for w in workloads:
+        for num, den in [(BASE, BOUND)] + [(BOUND, o) for o in others]:
+            vals = ratios(w, num, den)
+            if vals:
+                ceilings.append(f"{w:<12}  {num + ' / ' + den:<40}  {span(vals)}")
+    if ceilings:
+        print(f"{BOUND} (the sections back to back, no lock): lockweave's share "
+              f"of it, and the most any lock could reach against each other")
+        print("\n".join(ceilings))
     viol = sum(r["violations"] for r in rows)
     failed = sum(r["failed"] for r in rows)
     print(f"violations (all runs): {viol}; failed acquisitions: {failed}")

@@ -4,7 +4,10 @@
 Usage: ratios.py PEERS.jsonl [--paired PAIRED.jsonl]
   (writes chart.dat beside PEERS.jsonl for chart.gp)
 With --paired, also each ratio per round of bench/paired.sh (the two sides
-run back to back) and their median and range.
+run back to back) and their median and range; rows marked (reference) and
+(ceiling) set two other implementations side by side: the hand-written lock
+against the bound, and the serial bound (bench/bound.c) against the
+hand-written lock, the most any lock could reach against it.
 Targets are the project's (docs/benchmarks.md); a ratio is measured, never
 asserted.
 """
@@ -76,18 +79,21 @@ if len(sys.argv) == 4 and sys.argv[2] == "--paired":
         ("contended p99 / hand-written p99", "contended", "hiredis-handwritten", "p99_us", "<= 0.50"),
         ("spread / hand-written (1 ms retry)", "spread", "hiredis-handwritten", "ops_per_s", ">= 1.00"),
         ("uncontended / hand-written", "uncontended", "hiredis-handwritten", "ops_per_s", "-"),
+        ("(reference) hand-written / 2-round-trip bound", "uncontended", "raw-2rtt", "ops_per_s", "-", "hiredis-handwritten"),
+        ("contended / serial bound", "contended", "serial-bound", "ops_per_s", "-"),
+        ("(ceiling) serial bound / hand-written", "contended", "hiredis-handwritten", "ops_per_s", "-", "serial-bound"),
     ]
     print()
     print(f"paired rounds ({len(rounds)}, each ratio from one round's back-to-back runs)")
-    print(f"{'lockweave ratio':40} {'median':>7} {'min':>6} {'max':>6}  per round          target")
-    for name, w, other, key, target in specs:
+    print(f"{'ratio':46} {'median':>7} {'min':>6} {'max':>6}  per round          target")
+    for name, w, other, key, target, *num in specs:
         vals = []
         for rd in rounds:
-            a, b = by.get((rd, "lockweave", w)), by.get((rd, other, w))
+            a, b = by.get((rd, (num or ["lockweave"])[0], w)), by.get((rd, other, w))
             if a and b and b[key]:
                 vals.append(a[key] / b[key])
         if vals:
             each = " ".join(f"{v:.2f}" for v in vals)
-            print(f"{name:40} {statistics.median(vals):7.2f} {min(vals):6.2f} {max(vals):6.2f}  {each:18} {target}")
+            print(f"{name:46} {statistics.median(vals):7.2f} {min(vals):6.2f} {max(vals):6.2f}  {each:18} {target}")
     viol = sum(r["violations"] for r in paired)
-    print(f"{'violations (all paired runs)':40} {viol:7d}")
+    print(f"{'violations (all paired runs)':46} {viol:7d}")

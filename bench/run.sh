@@ -24,7 +24,7 @@ rounds=5
 
 cmake -S . -B "$out/cmake" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DLW_BUILD_TESTS=OFF -DLW_BUILD_SAMPLES=OFF >/dev/null
-cmake --build "$out/cmake" --target lw_bench_driver >/dev/null
+cmake --build "$out/cmake" --target lw_bench_driver lw_bench_bound >/dev/null
 driver=$out/cmake/bench/lw_bench_driver
 
 # The harness builds its C baseline and installs npm packages next to itself:

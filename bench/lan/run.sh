@@ -13,7 +13,10 @@
 # proxy's port); and threads and threads-keys (4 processes x 16 threads, one
 # key or 64) for lockweave and bench/threads/hand_threads.c.  Peers run at
 # their own retry interval and at 1 ms (threads: the hand-written lock at
-# 1 and 10 ms), lockweave once.  Like bench/paired.sh, every implementation
+# 1 and 10 ms), lockweave once; and for contended and threads the serial
+# bound (bench/bound.c: the sections back to back with no lock, plus one
+# round trip per section between processes), the most any lock could
+# reach.  Like bench/paired.sh, every implementation
 # runs back to back in rounds whose order flips each round, and
 # bench/paired_ratios.py gives lockweave / each peer per round (the peer at
 # its best retry of the round), with the median and range.  Output in
@@ -60,8 +63,9 @@ c_iters() {
 cmake -S . -B "$out/cmake" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DLW_BUILD_TESTS=OFF -DLW_BUILD_SAMPLES=OFF >/dev/null
 cmake --build "$out/cmake" \
-  --target lw_bench_driver hand_threads lw_delay_proxy >/dev/null
+  --target lw_bench_driver hand_threads lw_bench_bound lw_delay_proxy >/dev/null
 driver=$out/cmake/bench/lw_bench_driver
+bound=$out/cmake/bench/lw_bench_bound
 hand_threads=$out/cmake/bench/threads/hand_threads
 proxy=$out/cmake/bench/lan/lw_delay_proxy
 
@@ -78,35 +82,26 @@ chmod -R u+w "$out/peers"
 bash "$out/peers/setup.sh" >&2
 peers=$out/peers
 
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
 tmp=$(mktemp -d /tmp/lw-bench-lan.XXXXXX)
-pids=()
+ppid=
 cleanup() {
-  local p
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done # by PID
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  if [[ -n $ppid ]]; then
+    kill "$ppid" 2>/dev/null || true # by PID
+    wait "$ppid" 2>/dev/null || true
+  fi
+  bench_redis_stop
   rm -rf "$tmp"
 }
 trap cleanup EXIT
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-port=$(free_port)
-redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no \
-  --dir "$tmp" --logfile "$tmp/redis.log" --daemonize no &
-pids+=($!)
-for _ in $(seq 100); do
-  redis-cli -p "$port" ping >/dev/null 2>&1 && break
-  sleep 0.05
-done
-pport=$(free_port)
+bench_redis_start "$tmp"
+port=$bench_port
+pport=$(bench_free_port)
 "$proxy" "$pport" "$port" "$delay_us" &
 ppid=$!
-pids+=("$ppid")
-for _ in $(seq 100); do
-  redis-cli -p "$pport" ping >/dev/null 2>&1 && break
-  sleep 0.05
-done
+bench_wait_ping "$pport"
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 proxy_ticks0=$(cpu_ticks "$ppid")
 
@@ -117,6 +112,7 @@ impls=( # name|default retry-ms ("-": none)|command
   "redis-semaphore|10|node $peers/node/semaphore_driver.js"
   "hiredis-handwritten|10|$peers/c/hiredis_lock"
   "hiredis-handwritten-threads|10|$hand_threads" # its lines say hiredis-handwritten
+  "serial-bound|-|$bound" # contended and threads: the ceiling (bench/bound.c)
 )
 
 jsonl=$out/lan.jsonl
@@ -151,11 +147,12 @@ for r in $(seq "$rounds"); do
       [[ $w == threads* ]] && threaded=1
       case $name in
       lockweave) ;;
+      serial-bound) [[ $w == contended || $w == threads ]] || continue ;;
       *-threads) ((threaded)) || continue ;;
       *) ((threaded)) && continue ;;
       esac
       retries=$default
-      [[ $name == lockweave || $w == uncontended ]] || retries="$default 1"
+      [[ $default == - || $w == uncontended ]] || retries="$default 1"
       [[ $default == 1 ]] && retries=1
       for retry in $retries; do
         args=(--workload "$w")

@@ -9,7 +9,9 @@
 # lockweave_generate; lockweave keeps one connection per thread) and
 # bench/threads/hand_threads.c (the peer harness's hand-written lock, one
 # hiredis connection per thread) at each retry interval of --retries
-# (default 1 and 10 ms).  Like bench/paired.sh: one private redis-server,
+# (default 1 and 10 ms), and on one key the serial bound (bench/bound.c:
+# the same sections back to back, no lock: the most any lock could reach).
+# Like bench/paired.sh: one private redis-server,
 # every implementation back to back, round after round, the order flipped
 # each round; bench/paired_ratios.py gives each round's ratio of sections/s
 # and of p99 against the hand-written lock at its best retry of that round
@@ -42,29 +44,18 @@ done
 
 cmake -S . -B "$out/cmake" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DLW_BUILD_TESTS=OFF -DLW_BUILD_SAMPLES=OFF >/dev/null
-cmake --build "$out/cmake" --target lw_bench_driver hand_threads >/dev/null
+cmake --build "$out/cmake" --target lw_bench_driver hand_threads \
+  lw_bench_bound >/dev/null
 driver=$out/cmake/bench/lw_bench_driver
 hand=$out/cmake/bench/threads/hand_threads
+bound=$out/cmake/bench/lw_bench_bound
 
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
 tmp=$(mktemp -d /tmp/lw-bench-threads.XXXXXX)
-rpid=
-cleanup() {
-  if [[ -n $rpid ]]; then
-    kill "$rpid" 2>/dev/null || true # by PID: never pkill
-    wait "$rpid" 2>/dev/null || true
-  fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no \
-  --dir "$tmp" --logfile "$tmp/redis.log" --daemonize no &
-rpid=$!
-for _ in $(seq 100); do
-  redis-cli -p "$port" ping >/dev/null 2>&1 && break
-  sleep 0.05
-done
+trap 'bench_redis_stop; rm -rf "$tmp"' EXIT
+bench_redis_start "$tmp"
+port=$bench_port
 
 jsonl=$out/threads.jsonl
 one() { # round workload command...: one bounded run, its line with the round
@@ -79,17 +70,19 @@ one() { # round workload command...: one bounded run, its line with the round
 
 : >"$jsonl"
 for r in $(seq "$rounds"); do
-  order=(lw hand)
-  ((r % 2 == 0)) && order=(hand lw)
+  order=(lw hand bound)
+  ((r % 2 == 0)) && order=(bound hand lw)
   for w in threads threads-keys; do
     for impl in "${order[@]}"; do
-      if [[ $impl == lw ]]; then
-        LOCKWEAVE_LOG=error one "$r" $w "$driver"
-      else
+      case $impl in
+      lw) LOCKWEAVE_LOG=error one "$r" $w "$driver" ;;
+      hand)
         for retry in $retries; do
           one "$r" $w "$hand" --retry-ms "$retry"
         done
-      fi
+        ;;
+      bound) [[ $w == threads ]] && one "$r" $w "$bound" ;;
+      esac
     done
   done
   echo "threads: round $r of $rounds done" >&2
