@@ -19,9 +19,10 @@
  *    of its own lease length are left by our clock (which never believes in
  *    more lease than Redis gave), and renewed for it up to its own max_renew;
  *  - a fence of its own, above the holder's and below the next holder's:
- *    the holder mints them in one round trip, as many as threads wait
- *    (INCRBY, while the key is surely still ours: see the backend's
- *    fences()), the first time it would hand the lock on in a run.
+ *    the holder mints them in one round trip, as many as the run may
+ *    still hand on (INCRBY, while the key is surely still ours: see the
+ *    backend's fences()), the first time it would hand the lock on in a
+ *    run.
  * Only mutexes take part: a read lock is shared anyway, a semaphore has
  * several holders, and a sibling thread taking a key within its minimum hold
  * would defeat the hold.
@@ -61,10 +62,9 @@ struct lw_cohort {
     const struct lw_settings *cfg; /* another configuration's key of the
                                       same name may live on other servers */
     uint64_t hash;
-    unsigned users;   /* the leader and the waiters */
-    int led;          /* a thread holds the lock or is taking it from Redis */
-    unsigned run;     /* sections the holder's Redis acquisition has served */
-    unsigned waiting; /* on the list */
+    unsigned users; /* the leader and the waiters */
+    int led;        /* a thread holds the lock or is taking it from Redis */
+    unsigned run;   /* sections the holder's Redis acquisition has served */
     uint32_t fences_left; /* minted for this run, not handed out yet */
     uint64_t next_fence;  /* the lowest of them */
     struct waiter *head, **tail;
@@ -176,7 +176,6 @@ static struct waiter *pop(struct lw_cohort *c)
         c->head = w->next;
         if (c->head == NULL)
             c->tail = &c->head;
-        c->waiting--;
     }
     return w;
 }
@@ -192,7 +191,6 @@ static void unlink_waiter(struct lw_cohort *c, struct waiter *w)
     *pp = w->next;
     if (c->tail == &w->next)
         c->tail = prev != NULL ? &prev->next : &c->head;
-    c->waiting--;
 }
 
 /* A new leader: a run starts for it, if it takes the key. */
@@ -255,7 +253,6 @@ static int wait_here(struct lw_cohort *c, struct lw_lease *l,
     LW_STAT_ADD(contended, 1);
     *c->tail = &w;
     c->tail = &w.next;
-    c->waiting++;
     while (w.state == W_WAITING && !lw__gate_closing() &&
            pthread_cond_timedwait(&w.cv, &tab.mu, &until) != ETIMEDOUT)
         ;
@@ -336,18 +333,20 @@ static int may_hand(const struct lw_cohort *c, const struct lw_lease *l)
                (int64_t)c->head->lease->expire_ms * 3 / 4;
 }
 
-/* Fences for the next sections of l's run, as many as threads wait now
- * (one round trip for them all), unless some are left.  Under tab.mu,
- * released during the round trip. */
+/* Fences for the rest of l's run, in one round trip, unless some are left.
+ * As many as the run may still hand on, not only as many as threads wait
+ * now: two threads taking turns have one waiter at each release, and a
+ * round trip per section would undo the point of handing on locally.
+ * Fences a run does not use are a gap in the counter, which only has to
+ * increase.  Under tab.mu, released during the round trip. */
 static void mint_fences(struct lw_cohort *c, struct lw_lease *l)
 {
-    uint32_t left = (uint32_t)l->cfg->local_handoffs + 1 - c->run, n;
+    uint32_t n = (uint32_t)l->cfg->local_handoffs + 1 - c->run;
     uint64_t first;
     int rc;
 
     if (c->fences_left > 0 || l->be->fences == NULL)
         return;
-    n = c->waiting < left ? c->waiting : left;
     pthread_mutex_unlock(&tab.mu);
     rc = l->be->fences(l, n, &first);
     pthread_mutex_lock(&tab.mu);

@@ -27,9 +27,10 @@ static const char renew_lua[] =
  * counter Redis lost — evicted, flushed, restarted empty — comes back from
  * INCR at 1, below every fence it gave: it starts again at the server's
  * clock in microseconds instead, past every fence it gave before, which
- * grew by one per acquisition from that clock's value at its own start (a
- * counter would need more than a million acquisitions a second, sustained,
- * to outrun it).  So fences keep increasing per key through such a loss,
+ * grew by one per acquisition (at most local_handoffs more for a run handed
+ * between threads, cohort.c) from that clock's value at its own start: it
+ * would have to grow by more than a million a second, sustained, to outrun
+ * it.  So fences keep increasing per key through such a loss,
  * as long as the server's clock does not step back.  Fences are past 14
  * digits, where Lua prints a number as "1.7955509984812e+15": they are
  * written with string.format('%d'), the clock from TIME's own strings.

@@ -4,6 +4,8 @@
  *   handed_locally  8 threads on one key: exclusion, fences strictly
  *                   increasing (+1 from thread to thread), and fewer lock
  *                   commands in Redis than sections
+ *   two_threads     two threads taking turns: a run's fences come in one
+ *                   INCRBY, not one per hand-off
  *   bounded_run     another process queued in Redis gets the key after at
  *                   most LOCKWEAVE_LOCAL_HANDOFFS + 1 sections of ours
  *   old_lease       a lease with less than 3/4 of its length left goes back
@@ -29,25 +31,39 @@
 
 static rh_server srv;
 
+/* Calls of the commands in names (INFO commandstats' "cmdstat_<name>:")
+ * the server has run so far. */
+static long long calls_of(const char *const *names, size_t n)
+{
+    redisReply *r = rh_cmd(&srv, "INFO commandstats");
+    long long sum = 0;
+
+    CHECK(r != NULL && r->type == REDIS_REPLY_STRING);
+    for (size_t i = 0; i < n; i++) {
+        const char *p = strstr(r->str, names[i]);
+        if (p != NULL && (p = strstr(p, "calls=")) != NULL)
+            sum += atoll(p + 6);
+    }
+    freeReplyObject(r);
+    return sum;
+}
+
 /* Calls of the commands that take or give back a lock (SET NX, fence
- * INCR and INCRBY, the scripts, BLPOP on a mailbox) the server has run so
- * far. */
+ * INCR and INCRBY, the scripts, BLPOP on a mailbox). */
 static long long lock_calls(void)
 {
     static const char *const names[] = {
         "cmdstat_set:",  "cmdstat_incr:",    "cmdstat_incrby:",
         "cmdstat_eval:", "cmdstat_evalsha:", "cmdstat_blpop:"};
-    redisReply *r = rh_cmd(&srv, "INFO commandstats");
-    long long n = 0;
 
-    CHECK(r != NULL && r->type == REDIS_REPLY_STRING);
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-        const char *p = strstr(r->str, names[i]);
-        if (p != NULL && (p = strstr(p, "calls=")) != NULL)
-            n += atoll(p + 6);
-    }
-    freeReplyObject(r);
-    return n;
+    return calls_of(names, sizeof names / sizeof *names);
+}
+
+static long long incrby_calls(void)
+{
+    static const char *const name = "cmdstat_incrby:";
+
+    return calls_of(&name, 1);
 }
 
 static lw_stats stats(void)
@@ -118,6 +134,76 @@ static void handed_locally(void)
     CHECK_MSG(used < (long long)sh.n, "%lld lock commands for %zu sections",
               used, sh.n);
     CHECK_EQ(lock_exists(&srv, "cohort"), 0);
+}
+
+/* two_threads ------------------------------------------------------------ */
+
+#define DUO_ITERS 16
+
+static struct {
+    int wants[2];         /* the thread is asking for the key, or about to */
+    uint64_t asked_at[2]; /* lw_stats.contended just before it asked */
+    int done[2];
+} duo;
+
+/* Has the other thread joined the process's list for the key?  While we
+ * hold it, nobody else can find it busy: the count moved past what the
+ * other thread read before asking means it waits on the list (the count
+ * is raised under the list's mutex, which our release takes next). */
+static int other_waits(void *arg)
+{
+    int other = *(int *)arg;
+
+    return __atomic_load_n(&duo.done[other], __ATOMIC_SEQ_CST) ||
+           (__atomic_load_n(&duo.wants[other], __ATOMIC_SEQ_CST) &&
+            stats().contended >
+                __atomic_load_n(&duo.asked_at[other], __ATOMIC_SEQ_CST));
+}
+
+/* Each holder leaves only once the other thread waits for the key (or has
+ * no section left): every release has one waiter to hand on to. */
+static void *duo_loop(void *arg)
+{
+    int me = (int)(intptr_t)arg, other = 1 - me;
+
+    for (int i = 0; i < DUO_ITERS; i++) {
+        lw_guard g;
+        __atomic_store_n(&duo.asked_at[me], stats().contended,
+                         __ATOMIC_SEQ_CST);
+        __atomic_store_n(&duo.wants[me], 1, __ATOMIC_SEQ_CST);
+        CHECK_RC(lock_str(&g, "duo", 10000, 20000), LW_OK);
+        __atomic_store_n(&duo.wants[me], 0, __ATOMIC_SEQ_CST);
+        CHECK(wait_until(other_waits, &other, 10000) >= 0);
+        CHECK_RC(lw_guard_leave(&g), LW_OK);
+    }
+    __atomic_store_n(&duo.done[me], 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+static void two_threads(void)
+{
+    pthread_t t[2];
+    lw_stats before = stats(), after;
+    long long incrby = incrby_calls(), minted;
+    uint64_t handed;
+
+    for (intptr_t i = 0; i < 2; i++)
+        CHECK_EQ(pthread_create(&t[i], NULL, duo_loop, (void *)i), 0);
+    for (int i = 0; i < 2; i++)
+        CHECK_EQ(pthread_join(t[i], NULL), 0);
+    after = stats();
+    minted = incrby_calls() - incrby;
+    handed = after.handed_locally - before.handed_locally;
+    printf("two_threads: %d sections, %llu handed from thread to thread, "
+           "%lld INCRBY for their fences\n",
+           2 * DUO_ITERS, (unsigned long long)handed, minted);
+    /* Runs of LOCKWEAVE_LOCAL_HANDOFFS + 1 (default 16) sections, each
+     * begun by an acquisition through Redis; one that began while the
+     * other thread was still on its way to the list may end early. */
+    CHECK(handed >= DUO_ITERS);
+    CHECK_MSG(minted <= 2 * DUO_ITERS - (long long)handed,
+              "%lld INCRBY for %llu hand-offs", minted,
+              (unsigned long long)handed);
 }
 
 /* bounded_run ------------------------------------------------------------ */
@@ -424,6 +510,7 @@ int main(void)
     CHECK_EQ(rh_start(&srv, NULL), 0);
     use_server(&srv);
     handed_locally();
+    two_threads();
     bounded_run();
     old_lease();
     counter_lost();
