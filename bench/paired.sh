@@ -9,8 +9,8 @@
 # back on one private redis-server, round after round, in alternating order
 # (ABCD, then DCBA), with the harness's sizes; ratios.py --paired then takes each
 # round's ratio and reports the median and the range.  Contended also runs
-# the serial bound (lw_bench_bound beside DRIVER, bench/bound.c), the most
-# any lock could reach there.
+# the serial bound (lw_bench_bound beside DRIVER, when built there;
+# bench/bound.c), the most any lock could reach there.
 set -euo pipefail
 driver=$1 hand=$2 out=$3 rounds=$4
 if [[ ${5:-} == --quick ]]; then
@@ -52,7 +52,7 @@ for r in $(seq "$rounds"); do
         lw) one "$r" $w $n "$driver" ;;
         hand) one "$r" $w $n "$hand" ;;
         raw) [[ $w == uncontended ]] && one "$r" $w $n "$hand" --raw ;;
-        bound) [[ $w == contended ]] && one "$r" $w $n "$bound" ;;
+        bound) [[ $w == contended && -x $bound ]] && one "$r" $w $n "$bound" ;;
       esac
     done
   done
