@@ -75,16 +75,12 @@ for r in $(seq "$rounds"); do
   order=(lw hand raw)
   ((r % 2 == 0)) && order=(raw hand lw)
   for w in uncontended contended spread; do
-    case $w in
-      uncontended) n=$u_iters ;;
-      contended) n=$c_iters ;;
-      spread) n=$s_iters ;;
-    esac
+    n=$(bench_iters $w)
     for impl in "${order[@]}"; do
       case $impl in
-        lw) one lockweave $w $n "$driver" >>"$out" ;;
-        hand) one hand-written $w $n "$hand" >>"$out" ;;
-        raw) [[ $w == uncontended ]] && one raw-2rtt $w $n "$hand" --raw >>"$out" ;;
+        lw) one lockweave $w "$n" "$driver" >>"$out" ;;
+        hand) one hand-written $w "$n" "$hand" >>"$out" ;;
+        raw) [[ $w == uncontended ]] && one raw-2rtt $w "$n" "$hand" --raw >>"$out" ;;
       esac
     done
   done

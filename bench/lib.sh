@@ -6,6 +6,11 @@
 #                          DIR, nothing saved: sets bench_port, bench_rpid
 #   bench_redis_stop       stops it by its PID (never pkill: other servers
 #                          on this machine are not ours)
+#   bench_iters WORKLOAD   the caller's $u_iters, $c_iters or $s_iters for
+#                          uncontended, contended or spread
+#   bench_peers_copy DEST NEEDED
+#                          a private copy of ../shared/peers (or
+#                          $LW_PEERS_DIR) in DEST, which must hold NEEDED
 
 bench_free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -26,6 +31,28 @@ bench_redis_start() {
     --appendonly no --dir "$1" --logfile "$1/redis.log" --daemonize no &
   bench_rpid=$!
   bench_wait_ping "$bench_port"
+}
+
+# shellcheck disable=SC2154 # u_iters, c_iters, s_iters: the caller's sizes
+bench_iters() {
+  case $1 in
+  uncontended) echo "$u_iters" ;;
+  contended) echo "$c_iters" ;;
+  spread) echo "$s_iters" ;;
+  esac
+}
+
+# The harness builds its C driver and installs npm packages next to itself:
+# a private copy keeps the shared folder untouched.
+bench_peers_copy() {
+  local peers=${LW_PEERS_DIR:-$root/../shared/peers}
+  [[ -f $peers/$2 ]] || {
+    echo "bench: no peer harness at $peers (set LW_PEERS_DIR)" >&2
+    exit 2
+  }
+  mkdir -p "$1"
+  cp -r "$peers/." "$1/"
+  chmod -R u+w "$1"
 }
 
 bench_redis_stop() {

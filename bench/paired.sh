@@ -42,17 +42,13 @@ for r in $(seq "$rounds"); do
   order=(lw hand raw bound)
   ((r % 2 == 0)) && order=(bound raw hand lw)
   for w in uncontended contended spread; do
-    case $w in
-      uncontended) n=$u_iters ;;
-      contended) n=$c_iters ;;
-      spread) n=$s_iters ;;
-    esac
+    n=$(bench_iters $w)
     for impl in "${order[@]}"; do
       case $impl in
-        lw) one "$r" $w $n "$driver" ;;
-        hand) one "$r" $w $n "$hand" ;;
-        raw) [[ $w == uncontended ]] && one "$r" $w $n "$hand" --raw ;;
-        bound) [[ $w == contended && -x $bound ]] && one "$r" $w $n "$bound" ;;
+        lw) one "$r" $w "$n" "$driver" ;;
+        hand) one "$r" $w "$n" "$hand" ;;
+        raw) [[ $w == uncontended ]] && one "$r" $w "$n" "$hand" --raw ;;
+        bound) [[ $w == contended && -x $bound ]] && one "$r" $w "$n" "$bound" ;;
       esac
     done
   done

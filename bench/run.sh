@@ -27,16 +27,9 @@ cmake -S . -B "$out/cmake" -G Ninja -DCMAKE_BUILD_TYPE=Release \
 cmake --build "$out/cmake" --target lw_bench_driver lw_bench_bound >/dev/null
 driver=$out/cmake/bench/lw_bench_driver
 
-# The harness builds its C baseline and installs npm packages next to itself:
-# run a private copy so the shared folder stays untouched.
-peers=${LW_PEERS_DIR:-$root/../shared/peers}
-[[ -f $peers/run.sh ]] || {
-  echo "bench/run.sh: no peer harness at $peers (set LW_PEERS_DIR)" >&2
-  exit 2
-}
-mkdir -p "$out/peers"
-cp -r "$peers/." "$out/peers/"
-chmod -R u+w "$out/peers"
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
+bench_peers_copy "$out/peers" run.sh
 
 bash "$out/peers/run.sh" "${quick[@]}" \
   --with lockweave 1 "$driver" \

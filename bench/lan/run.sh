@@ -69,21 +69,12 @@ bound=$out/cmake/bench/lw_bench_bound
 hand_threads=$out/cmake/bench/threads/hand_threads
 proxy=$out/cmake/bench/lan/lw_delay_proxy
 
-# The harness builds its C driver and installs npm packages next to itself:
-# a private copy keeps the shared folder untouched.
-peers=${LW_PEERS_DIR:-$root/../shared/peers}
-[[ -f $peers/setup.sh ]] || {
-  echo "bench/lan/run.sh: no peer harness at $peers (set LW_PEERS_DIR)" >&2
-  exit 2
-}
-mkdir -p "$out/peers"
-cp -r "$peers/." "$out/peers/"
-chmod -R u+w "$out/peers"
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
+bench_peers_copy "$out/peers" setup.sh
 bash "$out/peers/setup.sh" >&2
 peers=$out/peers
 
-# shellcheck source=bench/lib.sh
-. "$root/bench/lib.sh"
 tmp=$(mktemp -d /tmp/lw-bench-lan.XXXXXX)
 ppid=
 cleanup() {
