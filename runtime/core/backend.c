@@ -6,10 +6,10 @@
 #include "core/redlock.h"
 
 static const struct lw_backend queue_backend = {
-    lw__queue_acquire, lw__queue_release, lw__queue_renew, lw__queue_fences};
+    lw__queue_acquire, lw__queue_release, lw__queue_renew, lw__queue_fences, 1};
 
 static const struct lw_backend redlock_backend = {
-    lw__redlock_acquire, lw__redlock_release, lw__redlock_renew, NULL};
+    lw__redlock_acquire, lw__redlock_release, lw__redlock_renew, NULL, 0};
 
 const struct lw_backend *lw__backend_for(const struct lw_settings *cfg)
 {

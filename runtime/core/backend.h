@@ -27,6 +27,10 @@ struct lw_backend {
      * above the holder's and below the next holder's (sections handed on
      * inside the process, cohort.c).  NULL: no fences (lw_fence() is 0). */
     int (*fences)(struct lw_lease *l, uint32_t n, uint64_t *first);
+    /* Callers wait in a queue in Redis, which a release hands the key on
+     * from: a caller may ask while a release is on its way.  0 (Redlock):
+     * it would only find the key still held there. */
+    int queues;
 };
 
 /* The backend for cfg's topology. */

@@ -360,6 +360,7 @@ int lw__cohort_release(struct lw_lease *l)
 {
     struct lw_cohort *c = l->cohort;
     struct waiter *w;
+    int released, rc = LW_OK;
 
     if (c == NULL)
         return release(l);
@@ -386,10 +387,20 @@ int lw__cohort_release(struct lw_lease *l)
         pthread_mutex_unlock(&tab.mu);
         return LW_OK;
     }
-    /* The next leader may start while our release is on its way: it finds
-     * the key busy and queues in Redis, where the release hands it on. */
+    /* With a queue in Redis, the next leader may start while our release is
+     * on its way: it finds the key busy and queues, and the release hands
+     * it on.  Redlock has none: a leader voting then would find the key
+     * still ours on the masters the release had not reached, split the
+     * vote, give back what it won and back off.  It votes once the release
+     * is done. */
+    released = !l->be->queues;
+    if (released) {
+        pthread_mutex_unlock(&tab.mu);
+        rc = release(l);
+        pthread_mutex_lock(&tab.mu);
+    }
     pass_lead(c);
     leave(c);
     pthread_mutex_unlock(&tab.mu);
-    return release(l);
+    return released ? rc : release(l);
 }

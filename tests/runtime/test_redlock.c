@@ -2,12 +2,12 @@
  * Redlock over five independent masters (a comma-separated
  * LOCKWEAVE_REDIS_URL): the lock is on every master and gone from every
  * master after release; fence is 0; threads and a forked process exclude each
- * other; it works with two masters down and fails closed (LW_EREDIS, body not
- * run) with three down; a master that stops while threads keep locking and
- * comes back empty one lease later breaks nothing; renewal by a quorum keeps a
- * lock past its expire; a lock deleted behind its back on three masters is
- * reported lost, on two it is not. Correctness bounds only, no timing
- * assertions.
+ * other; threads of one process taking turns vote once per run; it works
+ * with two masters down and fails closed (LW_EREDIS, body not run) with three
+ * down; a master that stops while threads keep locking and comes back empty
+ * one lease later breaks nothing; renewal by a quorum keeps a lock past its
+ * expire; a lock deleted behind its back on three masters is reported lost,
+ * on two it is not.  Correctness bounds only, no timing assertions.
  */
 #include "util.h"
 
@@ -212,6 +212,78 @@ static void mutual_exclusion(const char *key)
     CHECK_EQ(holders(key), 0);
 }
 
+/* ---- threads of one process taking turns --------------------------------
+ *
+ * Siblings share one vote: the next leader asks the masters only once the
+ * last one's release has reached them, so it never finds its own process's
+ * lock there.  Every vote round (one SET per master) is then a process's
+ * acquisition: SETs on each master == sections not handed on in memory.
+ */
+
+#define SIB_ITERS 400 /* ~75 runs of 16 */
+
+static long long set_calls(int i)
+{
+    redisReply *r = rh_cmd(&srv[i], "INFO commandstats");
+    CHECK(r != NULL && r->type == REDIS_REPLY_STRING);
+    const char *at = strstr(r->str, "cmdstat_set:calls=");
+    long long n = at != NULL ? atoll(at + strlen("cmdstat_set:calls=")) : 0;
+    freeReplyObject(r);
+    return n;
+}
+
+static void *sib_worker(void *arg)
+{
+    (void)arg;
+    lw_lock_opts o = lock_opts(5000, 20000, -1);
+    for (int i = 0; i < SIB_ITERS; i++) {
+        lw_guard g;
+        if (lw_lock(&g, "sib", 3, &o) != LW_OK) {
+            atomic_fetch_add(&failures, 1);
+            continue;
+        }
+        if (atomic_fetch_add(&inside, 1) != 0)
+            atomic_fetch_add(&overlaps, 1);
+        sched_yield();
+        atomic_fetch_sub(&inside, 1);
+        if (lw_guard_leave(&g) != LW_OK)
+            atomic_fetch_add(&failures, 1);
+    }
+    return NULL;
+}
+
+static void siblings(void)
+{
+    pthread_t t[THREADS];
+    lw_stats before, after;
+    for (int i = 0; i < N; i++) {
+        redisReply *r = rh_cmd(&srv[i], "CONFIG RESETSTAT");
+        CHECK(r != NULL && r->type == REDIS_REPLY_STATUS);
+        freeReplyObject(r);
+    }
+    lw_stats_get(&before);
+    for (int i = 0; i < THREADS; i++)
+        CHECK_EQ(pthread_create(&t[i], NULL, sib_worker, NULL), 0);
+    for (int i = 0; i < THREADS; i++)
+        CHECK_EQ(pthread_join(t[i], NULL), 0);
+    lw_stats_get(&after);
+    long long sections = (long long)(after.acquired - before.acquired);
+    long long handed =
+        (long long)(after.handed_locally - before.handed_locally);
+    printf("siblings: %lld sections, %lld handed on in memory, SETs per "
+           "master:",
+           sections, handed);
+    for (int i = 0; i < N; i++)
+        printf(" %lld", set_calls(i));
+    printf("\n");
+    CHECK_EQ(atomic_load(&failures), 0);
+    CHECK_EQ(atomic_load(&overlaps), 0);
+    CHECK_EQ(sections, THREADS * SIB_ITERS);
+    for (int i = 0; i < N; i++)
+        CHECK_EQ(set_calls(i), sections - handed);
+    CHECK_EQ(holders("sib"), 0);
+}
+
 /* ---- masters down --------------------------------------------------------
  */
 
@@ -284,12 +356,10 @@ static void two_then_three_down(void)
  *
  * Restarted without persistence, a master forgets the locks it granted.
  * Redlock is safe across that only if the master stays down for one lease
- * (protocol.md): a holder that won exactly a quorum counting it would hold a
- * minority once it is back, and the next caller could win a quorum beside
- * it.  Threads of one process win exactly a quorum about one grant in eight
- * here: the next leader votes while the last one's release is on its way,
- * and wins only the masters that release reached first.  Down one lease,
- * every grant the master took part in has ended when it returns.
+ * (protocol.md): a holder that won exactly a quorum counting it (the rest
+ * busy, slow or down) would hold a minority once it is back, and the next
+ * caller could win a quorum beside it.  Down one lease, every grant the
+ * master took part in has ended when it returns.
  */
 
 #define RS_LEASE_MS 2000
@@ -448,6 +518,7 @@ int main(void)
     basics();
     busy();
     mutual_exclusion("mx");
+    siblings();
     renewal();
     deleted_behind_its_back();
     restart_mid_run();
