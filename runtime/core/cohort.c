@@ -392,7 +392,7 @@ int lw__cohort_release(struct lw_lease *l)
      * it on.  Redlock has none: a leader voting then would find the key
      * still ours on the masters the release had not reached, split the
      * vote, give back what it won and back off.  It votes once the release
-     * is done. */
+     * round is over. */
     released = !l->be->queues;
     if (released) {
         pthread_mutex_unlock(&tab.mu);

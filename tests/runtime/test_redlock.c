@@ -215,9 +215,10 @@ static void mutual_exclusion(const char *key)
 /* ---- threads of one process taking turns --------------------------------
  *
  * Siblings share one vote: the next leader asks the masters only once the
- * last one's release has reached them, so it never finds its own process's
- * lock there.  Every vote round (one SET per master) is then a process's
- * acquisition: SETs on each master == sections not handed on in memory.
+ * last one's release round is over, so (every master up) it never finds its
+ * own process's lock there.  Every vote round (one SET per master) is then
+ * a process's acquisition: SETs on each master == sections not handed on in
+ * memory.
  */
 
 #define SIB_ITERS 400 /* ~75 runs of 16 */
