@@ -31,39 +31,21 @@
 
 static rh_server srv;
 
-/* Calls of the commands in names (INFO commandstats' "cmdstat_<name>:")
- * the server has run so far. */
-static long long calls_of(const char *const *names, size_t n)
-{
-    redisReply *r = rh_cmd(&srv, "INFO commandstats");
-    long long sum = 0;
-
-    CHECK(r != NULL && r->type == REDIS_REPLY_STRING);
-    for (size_t i = 0; i < n; i++) {
-        const char *p = strstr(r->str, names[i]);
-        if (p != NULL && (p = strstr(p, "calls=")) != NULL)
-            sum += atoll(p + 6);
-    }
-    freeReplyObject(r);
-    return sum;
-}
-
 /* Calls of the commands that take or give back a lock (SET NX, fence
  * INCR and INCRBY, the scripts, BLPOP on a mailbox). */
 static long long lock_calls(void)
 {
-    static const char *const names[] = {
-        "cmdstat_set:",  "cmdstat_incr:",    "cmdstat_incrby:",
-        "cmdstat_eval:", "cmdstat_evalsha:", "cmdstat_blpop:"};
+    static const char *const names[] = {"set",  "incr",    "incrby",
+                                        "eval", "evalsha", "blpop"};
 
-    return calls_of(names, sizeof names / sizeof *names);
+    return command_calls(&srv, names, sizeof names / sizeof *names);
 }
 
 static long long incrby_calls(void)
 {
-    static const char *const name = "cmdstat_incrby:";
+    static const char *const name = "incrby";
 
-    return calls_of(&name, 1);
+    return command_calls(&srv, &name, 1);
 }
 
 static lw_stats stats(void)

@@ -225,12 +225,9 @@ static void mutual_exclusion(const char *key)
 
 static long long set_calls(int i)
 {
-    redisReply *r = rh_cmd(&srv[i], "INFO commandstats");
-    CHECK(r != NULL && r->type == REDIS_REPLY_STRING);
-    const char *at = strstr(r->str, "cmdstat_set:calls=");
-    long long n = at != NULL ? atoll(at + strlen("cmdstat_set:calls=")) : 0;
-    freeReplyObject(r);
-    return n;
+    static const char *const set = "set";
+
+    return command_calls(&srv[i], &set, 1);
 }
 
 static void *sib_worker(void *arg)

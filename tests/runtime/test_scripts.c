@@ -19,18 +19,7 @@ static rh_server srv;
 /* Calls of one command since the last CONFIG RESETSTAT (0 if never run). */
 static long long calls(const char *cmd)
 {
-    redisReply *r = rh_cmd(&srv, "INFO commandstats");
-    char needle[64];
-    const char *p;
-    long long n = 0;
-
-    CHECK(r != NULL && r->type == REDIS_REPLY_STRING);
-    snprintf(needle, sizeof needle, "cmdstat_%s:calls=", cmd);
-    p = strstr(r->str, needle);
-    if (p != NULL)
-        n = atoll(p + strlen(needle));
-    freeReplyObject(r);
-    return n;
+    return command_calls(&srv, &cmd, 1);
 }
 
 static void check_sha(struct lw_script *s)

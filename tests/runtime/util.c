@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -63,6 +65,24 @@ int lock_exists(rh_server *s, const char *key)
     long long n = rh_cmd_int(s, "EXISTS lock:%s", key);
     CHECK_MSG(n == 0 || n == 1, "EXISTS lock:%s failed", key);
     return (int)n;
+}
+
+long long command_calls(rh_server *s, const char *const *cmds, size_t n)
+{
+    redisReply *r = rh_cmd(s, "INFO commandstats");
+    long long sum = 0;
+
+    CHECK(r != NULL && r->type == REDIS_REPLY_STRING);
+    for (size_t i = 0; i < n; i++) {
+        char needle[64];
+        const char *p;
+
+        snprintf(needle, sizeof needle, "cmdstat_%s:calls=", cmds[i]);
+        if ((p = strstr(r->str, needle)) != NULL)
+            sum += atoll(p + strlen(needle));
+    }
+    freeReplyObject(r);
+    return sum;
 }
 
 long long lock_pttl(rh_server *s, const char *key)

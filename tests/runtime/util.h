@@ -36,6 +36,11 @@ int lock_exists(rh_server *s, const char *key);
 /* PTTL of the lock key for `key` (-2: no key). */
 long long lock_pttl(rh_server *s, const char *key);
 
+/* Calls of the commands cmds[0..n) (lower case, as INFO commandstats names
+ * them) that s ran since it started or its last CONFIG RESETSTAT, summed
+ * from one INFO reply (0 for one never run); CHECK fails on an I/O error. */
+long long command_calls(rh_server *s, const char *const *cmds, size_t n);
+
 /* Run fn(0) .. fn(n - 1), each in a forked child that then shuts lockweave
  * down and exits; CHECKs that every child exited 0. */
 void in_processes(int n, void (*fn)(int));
