@@ -36,30 +36,22 @@ one() { # impl workload iters command...
   bench_redis_start "$tmp"
   port=$bench_port
   redis-cli -p "$port" config resetstat >/dev/null
-  t0=$(awk '{print $14 + $15}' "/proc/$bench_rpid/stat")
+  t0=$(bench_redis_ticks)
   /usr/bin/time -f '%U %S %w %c' -o "$tmp/time" "$@" --workload "$w" \
     --port "$port" --procs $p --iters "$n" --ttl-ms 10000 --wait-ms 10000 \
     --retry-ms 1 >"$tmp/run.json"
-  t1=$(awk '{print $14 + $15}' "/proc/$bench_rpid/stat")
-  redis-cli -p "$port" info commandstats | tr -d '\r' >"$tmp/cmdstats"
+  t1=$(bench_redis_ticks)
+  calls=$(bench_redis_calls)
+  scripts=$(bench_redis_calls eval evalsha)
   bench_redis_stop
-  python3 - "$impl" "$w" "$((t1 - t0))" "$(getconf CLK_TCK)" <<'PY'
+  python3 - "$impl" "$w" "$((t1 - t0))" "$(getconf CLK_TCK)" "$calls" \
+    "$scripts" <<'PY'
 import json, os, sys
-impl, w, ticks, hz = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+impl, w = sys.argv[1], sys.argv[2]
+ticks, hz, calls, scripts = map(int, sys.argv[3:7])
 d = os.environ["COSTS_TMP"]
 run = json.load(open(d + "/run.json"))
 user, sys_, vol, invol = map(float, open(d + "/time").read().split())
-calls = scripts = 0
-for line in open(d + "/cmdstats"):
-    if not line.startswith("cmdstat_"):
-        continue
-    name, rest = line[8:].split(":", 1)
-    if name in ("config|resetstat", "info", "command|docs"):
-        continue
-    n = int(dict(kv.split("=") for kv in rest.strip().split(","))["calls"])
-    calls += n
-    if name in ("eval", "evalsha"):
-        scripts += n
 s = run["sections"]
 print(json.dumps({"impl": impl, "workload": w, "ops_per_s": run["ops_per_s"],
     "redis_cpu_us": ticks * 1e6 / hz / s, "commands": calls / s,

@@ -93,6 +93,73 @@ int bench_pick_key(uint64_t *seed, int n)
     return (int)(*seed % (uint64_t)n);
 }
 
+int bench_nkeys(void)
+{
+    switch (bench_opt.workload) {
+    case BENCH_UNCONTENDED:
+        return 0;
+    case BENCH_SPREAD:
+        return BENCH_NKEYS;
+    case BENCH_THREADS_KEYS:
+        return bench_opt.keys;
+    default:
+        return 1;
+    }
+}
+
+/* The lock key and counter of a section (32 bytes each): "bench:u" (no
+ * counter) uncontended; "bench:c" and "bench:counter" on one key; else
+ * "bench:s:K" and "bench:sc:K", K one of bench_nkeys() picked with *seed.
+ * The woven driver names the same keys in its annotations. */
+static void section_keys(uint64_t *seed, char *key, char *counter)
+{
+    int k;
+
+    switch (bench_nkeys()) {
+    case 0:
+        strcpy(key, "bench:u");
+        counter[0] = '\0';
+        return;
+    case 1:
+        strcpy(key, "bench:c");
+        strcpy(counter, "bench:counter");
+        return;
+    default:
+        k = bench_pick_key(seed, bench_nkeys());
+        snprintf(key, 32, "bench:s:%d", k);
+        snprintf(counter, 32, "bench:sc:%d", k);
+    }
+}
+
+/* A hand-written lock's warm-up: the lock alone, on the worker's own key. */
+static void lock_warm(redisContext *c, int idx, int i)
+{
+    char key[32], token[80];
+
+    snprintf(key, sizeof key, "bench:warm:%d", idx);
+    snprintf(token, sizeof token, "warm-%d-%d", idx, i);
+    if (drv->acquire(c, key, token))
+        drv->release(c, key, token);
+}
+
+/* A hand-written lock's section.  The token is unique across processes,
+ * workers and sections, so that a compare-and-delete never frees another
+ * holder's lock. */
+static int lock_section(redisContext *c, int idx, int i, uint64_t *seed)
+{
+    char key[32], counter[32], token[80];
+
+    section_keys(seed, key, counter);
+    snprintf(token, sizeof token, "%016llx-%d-%d-%d", (unsigned long long)*seed,
+             (int)getpid(), idx, i);
+    if (!drv->acquire(c, key, token))
+        return 1;
+    if (counter[0])
+        bench_bump(c, counter);
+    drv->release(c, key, token);
+    return 0;
+}
+
 void bench_parse_args(const struct bench_driver *d, int argc, char **argv)
 {
     /* The integer options; 0 for --procs, --threads and --keys is "not
@@ -133,6 +200,8 @@ void bench_parse_args(const struct bench_driver *d, int argc, char **argv)
     }
     if (bench_opt.procs == 0)
         bench_opt.procs = bench_opt.workload < BENCH_THREADS ? 8 : 4;
+    if (bench_opt.workload == BENCH_UNCONTENDED)
+        bench_opt.procs = 1;
     if (bench_opt.workload < 0 || bench_opt.port <= 0 || bench_opt.procs < 1 ||
         bench_opt.iters < 1)
         bench_usage();
@@ -161,7 +230,7 @@ static void *worker(void *arg)
     char b = 1;
 
     for (int i = 0; i < BENCH_WARMUP; i++)
-        drv->warm(c, w->idx, i);
+        (drv->warm ? drv->warm : lock_warm)(c, w->idx, i);
     if (write(w->ready_fd, &b, 1) != 1)
         bench_die("sync");
     if (w->ready == NULL)
@@ -173,7 +242,8 @@ static void *worker(void *arg)
     res->start = bench_now_ns();
     for (int i = 0; i < bench_opt.iters; i++) {
         uint64_t t0 = bench_now_ns();
-        if (drv->section(c, w->idx, i, &seed) != 0) {
+        if ((drv->section ? drv->section : lock_section)(c, w->idx, i, &seed) !=
+            0) {
             res->failed++;
             continue;
         }

@@ -52,6 +52,12 @@ struct bench_driver {
      * (counted as failed); dies on anything else.  *seed is the worker's,
      * for bench_pick_key(). */
     int (*section)(redisContext *c, int idx, int i, uint64_t *seed);
+    /* A hand-written lock gives these instead of warm and section, which
+     * are then driver.c's: the woven driver's keys and counters, a token
+     * unique to the section, the warm-up on "bench:warm:<idx>".  acquire:
+     * 1 taken, 0 when --wait-ms ran out. */
+    int (*acquire)(redisContext *c, const char *key, const char *token);
+    void (*release)(redisContext *c, const char *key, const char *token);
 };
 
 _Noreturn void bench_die(const char *what);
@@ -73,7 +79,13 @@ void bench_bump(redisContext *c, const char *counter);
  * the same sequence in every driver. */
 int bench_pick_key(uint64_t *seed, int n);
 
-/* Reads the command line into bench_opt and checks it (usage otherwise). */
+/* How many counters the workload bumps, which is how many keys it locks:
+ * 0 uncontended (its sections are empty), BENCH_NKEYS spread, --keys
+ * threads-keys, else 1. */
+int bench_nkeys(void);
+
+/* Reads the command line into bench_opt and checks it (usage otherwise).
+ * Uncontended runs one process whatever --procs says: nothing to contend. */
 void bench_parse_args(const struct bench_driver *d, int argc, char **argv);
 
 /* Resets the counters, runs the workload in --procs processes of --threads

@@ -6,16 +6,16 @@
 # each round): the hand-written hiredis lock (the peer harness's, 1 ms
 # retry; threads-keys: bench/threads/hand_threads.c at 10 ms, its best
 # there), the FIFO floor (bench/fifo.c: the least Redis work a
-# first-come-first-served lock can do), the floor with lockweave's
-# mechanisms added one by one — alive (a dead waiter is skipped), places (a
-# waiter keeps its place across polls and knows a late grant), receipts (a
-# retried release knows its own hand-off), fences — and lockweave itself.
-# Workloads contended and spread (8 processes) and threads-keys (4 x 16
-# threads, 64 keys).  Per workload and rung: the median ratio of sections/s
-# and of p99 to the hand-written lock, and per section redis-server's CPU
-# (user + system, /proc) and the commands it ran (INFO commandstats, a
-# script's own calls included).  Output in build/bench-fifo/: fifo.jsonl,
-# ladder.txt.
+# first-come-first-served lock can do, one connection per waiter), the
+# floor with lockweave's mechanisms added one by one — alive (a dead
+# waiter is skipped), places (a waiter keeps its place across polls and
+# knows a late grant), receipts (a retried release knows its own hand-off),
+# fences — and lockweave itself.  Workloads contended and spread (8
+# processes) and threads-keys (4 x 16 threads, 64 keys).  Per workload and
+# rung: the median ratio of sections/s and of p99 to the hand-written lock,
+# and per section redis-server's CPU (user + system, /proc) and the
+# commands it ran (INFO commandstats, a script's own calls included), the
+# warm-up's included.  Output in build/bench-fifo/: fifo.jsonl, ladder.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -59,7 +59,7 @@ port=$bench_port
 
 jsonl=$out/fifo.jsonl
 # One run on a flushed server: the driver's line with the round, Redis's CPU
-# and commands per section added.
+# and commands per section added (warm-up sections included: 50 per worker).
 one() { # round workload command...
   local r=$1 w=$2 n=$c_iters size=(--procs 8) t0 t1
   shift 2
@@ -67,24 +67,18 @@ one() { # round workload command...
   [[ $w == threads-keys ]] && n=$t_iters size=(--procs 4 --threads 16 --keys 64)
   redis-cli -p "$port" FLUSHALL >/dev/null
   redis-cli -p "$port" CONFIG RESETSTAT >/dev/null
-  t0=$(awk '{print $14 + $15}' "/proc/$bench_rpid/stat")
+  t0=$(bench_redis_ticks)
   timeout -k 5 300 "$@" --workload "$w" --port "$port" "${size[@]}" \
     --iters "$n" --ttl-ms 10000 --wait-ms 10000 | grep '^{' >"$tmp/line"
-  t1=$(awk '{print $14 + $15}' "/proc/$bench_rpid/stat")
-  redis-cli -p "$port" INFO commandstats | tr -d '\r' >"$tmp/cmdstats"
-  python3 - "$tmp/line" "$tmp/cmdstats" "$r" "$((t1 - t0))" \
-    "$(getconf CLK_TCK)" <<'PY' | tee -a "$jsonl"
+  t1=$(bench_redis_ticks)
+  # shellcheck disable=SC2119 # no names: every command the driver ran
+  python3 - "$tmp/line" "$r" "$((t1 - t0))" "$(getconf CLK_TCK)" \
+    "$(bench_redis_calls)" <<'PY' >>"$jsonl"
 import json, sys
 d = json.load(open(sys.argv[1]))
-calls = 0
-for line in open(sys.argv[2]):
-    name, _, rest = line.partition(":")
-    if not name.startswith("cmdstat_") or name[8:] in (
-            "flushall", "config|resetstat", "info", "script|load"):
-        continue
-    calls += int(dict(kv.split("=") for kv in rest.strip().split(","))["calls"])
-d["round"] = int(sys.argv[3])
-d["redis_cpu_us"] = int(sys.argv[4]) * 1e6 / int(sys.argv[5]) / d["sections"]
+r, ticks, hz, calls = map(int, sys.argv[2:6])
+d["round"] = r
+d["redis_cpu_us"] = ticks * 1e6 / hz / d["sections"]
 d["commands"] = calls / d["sections"]
 print(json.dumps(d))
 PY
@@ -114,7 +108,7 @@ for r in $(seq "$rounds"); do
       lw) LOCKWEAVE_LOG=error one "$r" $w "$driver" ;;
       floor) one "$r" $w "$fifo" ;;
       *) one "$r" $w "$fifo" --adds "$rung" ;;
-      esac >/dev/null
+      esac
     done
   done
   echo "fifo: round $r of $rounds done" >&2
@@ -145,5 +139,6 @@ for w in ("contended", "spread", "threads-keys"):
             m = statistics.median
             print(f"{w:13} {i:42} {m(ops):5.2f} {min(ops):5.2f}-{max(ops):<5.2f} "
                   f"{m(p99):5.2f} {m(cpu):8.0f} {m(cmds):5.1f}")
-print(f"violations (all runs): {sum(r['violations'] for r in rows)}")
+print(f"violations (all runs): {sum(r['violations'] for r in rows)}; "
+      f"failed acquisitions: {sum(r['failed'] for r in rows)}")
 PY

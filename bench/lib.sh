@@ -6,6 +6,13 @@
 #                          DIR, nothing saved: sets bench_port, bench_rpid
 #   bench_redis_stop       stops it by its PID (never pkill: other servers
 #                          on this machine are not ours)
+#   bench_redis_ticks      its CPU so far, user + system, in clock ticks
+#                          (getconf CLK_TCK a second)
+#   bench_redis_calls [NAME...]
+#                          commands it ran since CONFIG RESETSTAT (INFO
+#                          commandstats: a script's own calls count too):
+#                          of the NAMEs (as commandstats spells them), or
+#                          all but the harness's own bookkeeping
 #   bench_iters WORKLOAD   the caller's $u_iters, $c_iters or $s_iters for
 #                          uncontended, contended or spread
 #   bench_peers_copy DEST NEEDED
@@ -61,4 +68,22 @@ bench_redis_stop() {
     wait "$bench_rpid" 2>/dev/null || true
   fi
   bench_rpid=
+}
+
+bench_redis_ticks() {
+  awk '{print $14 + $15}' "/proc/$bench_rpid/stat"
+}
+
+bench_redis_calls() {
+  redis-cli -p "$bench_port" INFO commandstats | tr -d '\r' |
+    awk -F'[:=,]' -v only=" $* " '
+      /^cmdstat_/ {
+        name = substr($1, 9)
+        if (only == "  ")
+          keep = name !~ /^(config[|]resetstat|info|command[|]docs|flushall|script[|]load)$/
+        else
+          keep = index(only, " " name " ") > 0
+        if (keep) n += $3
+      }
+      END { print n + 0 }'
 }

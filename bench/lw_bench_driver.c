@@ -61,19 +61,6 @@ static int section_spread(int k, redisContext *c)
     return 0;
 }
 
-/* How many counters the workload spreads its sections over. */
-static int nkeys(void)
-{
-    switch (bench_opt.workload) {
-    case BENCH_SPREAD:
-        return BENCH_NKEYS;
-    case BENCH_THREADS_KEYS:
-        return bench_opt.keys;
-    default:
-        return 1;
-    }
-}
-
 static void warm(redisContext *c, int idx, int i)
 {
     (void)c, (void)i;
@@ -90,7 +77,7 @@ static int run_section(redisContext *c, uint64_t *seed)
     case BENCH_THREADS:
         return section_contended(c);
     default:
-        return section_spread(bench_pick_key(seed, nkeys()), c);
+        return section_spread(bench_pick_key(seed, bench_nkeys()), c);
     }
 }
 
@@ -129,15 +116,11 @@ int main(int argc, char **argv)
     if (bench_opt.ttl_ms != TTL_MS || bench_opt.wait_ms != WAIT_MS)
         bench_die("--ttl-ms and --wait-ms must be 10000: the annotations say "
                   "10s");
-    /* One section at a time whatever --procs says: nothing to contend. */
-    if (bench_opt.workload == BENCH_UNCONTENDED)
-        bench_opt.procs = 1;
     snprintf(url, sizeof url, "redis://127.0.0.1:%d", bench_opt.port);
     /* bench/redlock/run.sh locks on several masters (counters stay on
      * --port): LW_BENCH_LOCK_URL is then the lock's LOCKWEAVE_REDIS_URL. */
     lock_url = getenv("LW_BENCH_LOCK_URL");
     setenv("LOCKWEAVE_REDIS_URL", lock_url ? lock_url : url, 1);
-    /* uncontended bumps no counter: its sections are empty. */
-    bench_run(bench_opt.workload == BENCH_UNCONTENDED ? 0 : nkeys());
+    bench_run(bench_nkeys());
     return 0;
 }

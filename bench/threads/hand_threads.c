@@ -21,8 +21,6 @@
  */
 #include "driver.h"
 
-#include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 
 static const char *const release_lua =
@@ -53,40 +51,6 @@ static void release(redisContext *c, const char *key, const char *token)
     freeReplyObject(bench_cmd(c, "EVAL %s 1 %s %s", release_lua, key, token));
 }
 
-/* A warm-up section: the lock alone, on the worker's own key. */
-static void warm(redisContext *c, int idx, int i)
-{
-    char key[32], token[80];
-
-    snprintf(key, sizeof key, "bench:warm:%d", idx);
-    snprintf(token, sizeof token, "warm-%d-%d", idx, i);
-    if (acquire(c, key, token))
-        release(c, key, token);
-}
-
-static int section(redisContext *c, int idx, int i, uint64_t *seed)
-{
-    char key[32], counter[32], token[80];
-
-    if (bench_opt.workload == BENCH_THREADS) {
-        strcpy(key, "bench:c");
-        strcpy(counter, "bench:counter");
-    } else {
-        int k = bench_pick_key(seed, bench_opt.keys);
-        snprintf(key, sizeof key, "bench:s:%d", k);
-        snprintf(counter, sizeof counter, "bench:sc:%d", k);
-    }
-    /* Unique across processes, threads and sections: compare-and-delete
-     * must never free another holder's lock. */
-    snprintf(token, sizeof token, "%016llx-%d-%d-%d", (unsigned long long)*seed,
-             (int)getpid(), idx, i);
-    if (!acquire(c, key, token))
-        return 1;
-    bench_bump(c, counter);
-    release(c, key, token);
-    return 0;
-}
-
 static const struct bench_driver driver = {
     .name = "hand_threads",
     .usage = "usage: hand_threads --workload threads|threads-keys --port PORT "
@@ -97,8 +61,8 @@ static const struct bench_driver driver = {
     .first_workload = BENCH_THREADS,
     .impl = "hiredis-handwritten",
     .impl_flag = 0,
-    .warm = warm,
-    .section = section,
+    .acquire = acquire,
+    .release = release,
 };
 
 int main(int argc, char **argv)
@@ -106,6 +70,6 @@ int main(int argc, char **argv)
     bench_parse_args(&driver, argc, argv);
     if (bench_opt.retry_ms < 0)
         bench_usage();
-    bench_run(bench_opt.workload == BENCH_THREADS ? 1 : bench_opt.keys);
+    bench_run(bench_nkeys());
     return 0;
 }
