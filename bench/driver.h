@@ -1,10 +1,11 @@
 /*
  * What the benchmark drivers with the peer harness's command line share:
- * bench/lw_bench_driver.c (lockweave's woven REDIS_LOCK sections) and
- * bench/threads/hand_threads.c (the hand-written hiredis lock).  One place
- * for the options, the start-up of P processes x T threads, the results,
- * the counters and the JSON line, so that the two drivers measure the same
- * way and differ only in their critical sections.
+ * bench/lw_bench_driver.c (lockweave's woven REDIS_LOCK sections),
+ * bench/threads/hand_threads.c (the hand-written hiredis lock),
+ * bench/fifo.c (the FIFO floor) and bench/bound.c (no lock).  One place for
+ * the options, the start-up of P processes x T threads, the sections of a
+ * hand-written lock, the results, the counters and the JSON line, so that
+ * the drivers measure the same way and differ only in their locks.
  *
  * Each worker (a process of a process workload, a thread of a threads one)
  * has its own hiredis connection, runs WARMUP unmeasured sections, says
