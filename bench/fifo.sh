@@ -36,16 +36,13 @@ done
 .ci/ensure-packages.sh cmake ninja-build gcc clang-14 libclang-dev \
   libhiredis-dev libssl-dev redis-server redis-tools pkg-config
 
-cmake -S . -B "$out/cmake" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DLW_BUILD_TESTS=OFF -DLW_BUILD_SAMPLES=OFF >/dev/null
-cmake --build "$out/cmake" --target lw_bench_driver lw_bench_fifo \
-  hand_threads >/dev/null
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
+bench_build "$out/cmake" lw_bench_driver lw_bench_fifo hand_threads
 driver=$out/cmake/bench/lw_bench_driver
 fifo=$out/cmake/bench/lw_bench_fifo
 hand_threads=$out/cmake/bench/threads/hand_threads
 
-# shellcheck source=bench/lib.sh
-. "$root/bench/lib.sh"
 bench_peers_copy "$out/peers" c/hiredis_lock.c
 # As the harness's setup.sh builds it.
 gcc -O2 -Wall -Wextra -o "$out/peers/c/hiredis_lock" \

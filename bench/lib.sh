@@ -1,5 +1,8 @@
 # shellcheck shell=bash
 # bench/lib.sh: what the benchmark scripts share.  Sourced, never run:
+#   bench_build DIR TARGET...
+#                          a Release build of lockweave's tree in DIR (no
+#                          tests, no samples) and of the TARGETs in it
 #   bench_free_port        prints a free loopback port
 #   bench_wait_ping PORT   waits (5 s at most) until a server answers there
 #   bench_redis_start DIR  a private redis-server on a free port, files in
@@ -18,6 +21,15 @@
 #   bench_peers_copy DEST NEEDED
 #                          a private copy of ../shared/peers (or
 #                          $LW_PEERS_DIR) in DEST, which must hold NEEDED
+
+bench_build() {
+  local dir=$1
+  shift
+  cmake -S "$(dirname "${BASH_SOURCE[0]}")/.." -B "$dir" -G Ninja \
+    -DCMAKE_BUILD_TYPE=Release -DLW_BUILD_TESTS=OFF -DLW_BUILD_SAMPLES=OFF \
+    >/dev/null
+  cmake --build "$dir" --target "$@" >/dev/null
+}
 
 bench_free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'

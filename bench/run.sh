@@ -22,13 +22,11 @@ rounds=5
   libhiredis-dev libssl-dev redis-server pkg-config gnuplot-nox
 # (the harness's setup.sh installs its own: python3-redis, node, npm packages)
 
-cmake -S . -B "$out/cmake" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DLW_BUILD_TESTS=OFF -DLW_BUILD_SAMPLES=OFF >/dev/null
-cmake --build "$out/cmake" --target lw_bench_driver lw_bench_bound >/dev/null
-driver=$out/cmake/bench/lw_bench_driver
-
 # shellcheck source=bench/lib.sh
 . "$root/bench/lib.sh"
+bench_build "$out/cmake" lw_bench_driver lw_bench_bound
+driver=$out/cmake/bench/lw_bench_driver
+
 bench_peers_copy "$out/peers" run.sh
 
 bash "$out/peers/run.sh" "${quick[@]}" \

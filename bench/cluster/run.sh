@@ -19,9 +19,9 @@ iters=4000
 .ci/ensure-packages.sh cmake ninja-build gcc clang-14 libclang-dev \
   libhiredis-dev libssl-dev redis-server redis-tools pkg-config
 
-cmake -S . -B "$out/cmake" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DLW_BUILD_TESTS=OFF -DLW_BUILD_SAMPLES=OFF >/dev/null
-cmake --build "$out/cmake" --target lw_cluster_bench >/dev/null
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
+bench_build "$out/cmake" lw_cluster_bench
 driver=$out/cmake/bench/cluster/lw_cluster_bench
 
 tmp=$(mktemp -d)
@@ -38,15 +38,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
 # start_server DIR [args...]: prints the port
 start_server() {
   local dir=$1 port
   shift
-  port=$(free_port)
+  port=$(bench_free_port)
   mkdir -p "$dir"
   redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
     --dir "$dir" "$@" >"$dir/log" 2>&1 &
@@ -63,7 +59,7 @@ cluster() {
   local name=$1 n=$(($2 * (1 + $3))) addrs=() seeds=() i port
   for ((i = 0; i < n; i++)); do
     port=$(start_server "$tmp/$name-$i" --cluster-enabled yes \
-      --cluster-config-file nodes.conf --cluster-port "$(free_port)")
+      --cluster-config-file nodes.conf --cluster-port "$(bench_free_port)")
     addrs+=("127.0.0.1:$port")
   done
   redis-cli --cluster create "${addrs[@]}" --cluster-replicas "$3" \

@@ -60,17 +60,15 @@ c_iters() {
   libhiredis-dev libssl-dev redis-server redis-tools pkg-config
 # (the harness's setup.sh installs its own: python3-redis, node, npm packages)
 
-cmake -S . -B "$out/cmake" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DLW_BUILD_TESTS=OFF -DLW_BUILD_SAMPLES=OFF >/dev/null
-cmake --build "$out/cmake" \
-  --target lw_bench_driver hand_threads lw_bench_bound lw_delay_proxy >/dev/null
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
+bench_build "$out/cmake" lw_bench_driver hand_threads lw_bench_bound \
+  lw_delay_proxy
 driver=$out/cmake/bench/lw_bench_driver
 bound=$out/cmake/bench/lw_bench_bound
 hand_threads=$out/cmake/bench/threads/hand_threads
 proxy=$out/cmake/bench/lan/lw_delay_proxy
 
-# shellcheck source=bench/lib.sh
-. "$root/bench/lib.sh"
 bench_peers_copy "$out/peers" setup.sh
 bash "$out/peers/setup.sh" >&2
 peers=$out/peers

@@ -32,9 +32,9 @@ done
 .ci/ensure-packages.sh cmake ninja-build gcc clang-14 libclang-dev \
   libhiredis-dev libssl-dev redis-server pkg-config
 
-cmake -S . -B "$out/cmake" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DLW_BUILD_TESTS=OFF -DLW_BUILD_SAMPLES=OFF >/dev/null
-cmake --build "$out/cmake" --target lw_bench_driver >/dev/null
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
+bench_build "$out/cmake" lw_bench_driver
 driver=$out/cmake/bench/lw_bench_driver
 
 tmp=$(mktemp -d)
@@ -46,13 +46,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
 ports=() lockports=()
 for i in 1 2 3 4 5; do
-  port=$(free_port)
+  port=$(bench_free_port)
   mkdir -p "$tmp/$i"
   redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
     --dir "$tmp/$i" >"$tmp/$i/log" 2>&1 &
@@ -60,7 +56,7 @@ for i in 1 2 3 4 5; do
   ports+=("$port")
   lockport=$port
   if ((latency > 0)); then
-    lockport=$(free_port)
+    lockport=$(bench_free_port)
     python3 "$root/bench/redlock/delay_proxy.py" "$lockport" "$port" \
       "$latency" &
     pids+=($!)

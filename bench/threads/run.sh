@@ -42,16 +42,13 @@ done
 .ci/ensure-packages.sh cmake ninja-build gcc clang-14 libclang-dev \
   libhiredis-dev libssl-dev redis-server redis-tools pkg-config
 
-cmake -S . -B "$out/cmake" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DLW_BUILD_TESTS=OFF -DLW_BUILD_SAMPLES=OFF >/dev/null
-cmake --build "$out/cmake" --target lw_bench_driver hand_threads \
-  lw_bench_bound >/dev/null
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
+bench_build "$out/cmake" lw_bench_driver hand_threads lw_bench_bound
 driver=$out/cmake/bench/lw_bench_driver
 hand=$out/cmake/bench/threads/hand_threads
 bound=$out/cmake/bench/lw_bench_bound
 
-# shellcheck source=bench/lib.sh
-. "$root/bench/lib.sh"
 tmp=$(mktemp -d /tmp/lw-bench-threads.XXXXXX)
 trap 'bench_redis_stop; rm -rf "$tmp"' EXIT
 bench_redis_start "$tmp"

@@ -55,9 +55,9 @@ if ((pin)); then
   srv_cpu=(taskset -c 0) cli_cpu=(taskset -c 1)
 fi
 
-cmake -S . -B "$out/cmake" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DLW_BUILD_TESTS=OFF -DLW_BUILD_SAMPLES=OFF >/dev/null
-cmake --build "$out/cmake" --target lw_bench_driver >/dev/null
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
+bench_build "$out/cmake" lw_bench_driver
 driver=$out/cmake/bench/lw_bench_driver
 
 tmp=$(mktemp -d /tmp/lw-bench-tls.XXXXXX)
@@ -80,11 +80,8 @@ trap cleanup EXIT
     -days 1 -copy_extensions copy -out server.pem
 ) >"$tmp/openssl.log" 2>&1
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-port=$(free_port)
-tport=$(free_port)
+port=$(bench_free_port)
+tport=$(bench_free_port)
 "${srv_cpu[@]}" redis-server --port "$port" --tls-port "$tport" --bind 127.0.0.1 \
   --tls-cert-file "$tmp/server.pem" --tls-key-file "$tmp/server.key" \
   --tls-ca-cert-file "$tmp/ca.pem" --tls-auth-clients no \
