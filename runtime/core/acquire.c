@@ -182,65 +182,6 @@ static int remint(struct attempt *a)
     return rc;
 }
 
-/* INCRBY n on the key's fence counter: LW_OK with *last what it gave. */
-static int incr_fences(struct attempt *a, uint32_t n, uint64_t *last)
-{
-    char num[LW_FMT_U64_MAX];
-    const char *argv[] = {"INCRBY", a->names->fence, num};
-    size_t lens[] = {6, a->names->fencelen, lw__fmt_dec(num, n)};
-    struct lw_cmd cmd = {3, argv, lens};
-    redisReply *r;
-    int replayed, rc;
-
-    rc = lw__send(&a->to, &(struct lw_request){.cmds = &cmd, .ncmds = 1},
-                  route_deadline(a), &r, &replayed);
-    if (rc != LW_OK)
-        return rc;
-    rc = LW_EREDIS;
-    if (r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
-        *last = (uint64_t)r->integer;
-        rc = LW_OK;
-    }
-    freeReplyObject(r);
-    return rc;
-}
-
-/*
- * n fences for sections l is handed on to inside this process (cohort.c),
- * minted while l is held: the counter's INCRBY runs before our release, so
- * before the next holder's INCR — every one of them is above the fence
- * this holder got and below the next holder's, as the acquire's INCR is.
- * A counter Redis lost is minted again first (remint(), then a second
- * INCRBY, above the clock it restarts from).  A replayed INCRBY leaves a
- * gap only.
- */
-int lw__queue_fences(struct lw_lease *l, uint32_t n, uint64_t *first)
-{
-    struct attempt a = {.l = l, .deadline_us = lw__now_us()};
-    struct lw_names names;
-    uint64_t last = 0, restart;
-    int rc;
-
-    rc = lw__target_for(&a.to, l->cfg, l->key, l->keylen);
-    if (rc != LW_OK)
-        return rc;
-    if (lw__names_init(&names, l->key, l->keylen, l->prefix_len,
-                       l->cfg->ep.topology == LW_TOPO_CLUSTER) != LW_OK)
-        return LW_ENOMEM;
-    a.names = &names;
-    a.fence = &restart;
-    rc = incr_fences(&a, n, &last);
-    if (rc == LW_OK && last < LW_FENCE_FLOOR) {
-        rc = remint(&a);
-        if (rc == LW_OK)
-            rc = incr_fences(&a, n, &last);
-    }
-    if (rc == LW_OK)
-        *first = last - n + 1;
-    lw__names_free(&names);
-    return rc;
-}
-
 static int try_free(struct attempt *a, int64_t *ttl_ms)
 {
     redisReply *r[2];

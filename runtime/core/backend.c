@@ -5,11 +5,18 @@
 #include "core/queue.h"
 #include "core/redlock.h"
 
-static const struct lw_backend queue_backend = {
-    lw__queue_acquire, lw__queue_release, lw__queue_renew, lw__queue_fences, 1};
+static const struct lw_backend queue_backend = {.acquire = lw__queue_acquire,
+                                                .release = lw__queue_release,
+                                                .renew = lw__queue_renew,
+                                                .fences = lw__queue_fences,
+                                                .check = lw__queue_check,
+                                                .queues = 1};
 
 static const struct lw_backend redlock_backend = {
-    lw__redlock_acquire, lw__redlock_release, lw__redlock_renew, NULL, 0};
+    .acquire = lw__redlock_acquire,
+    .release = lw__redlock_release,
+    .renew = lw__redlock_renew,
+    .check = lw__redlock_check};
 
 const struct lw_backend *lw__backend_for(const struct lw_settings *cfg)
 {

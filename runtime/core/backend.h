@@ -25,8 +25,14 @@ struct lw_backend {
     void (*renew)(struct lw_lease *const *v, int n, int *results);
     /* While l is held: n more fences for the key, *first the lowest, all
      * above the holder's and below the next holder's (sections handed on
-     * inside the process, cohort.c).  NULL: no fences (lw_fence() is 0). */
+     * inside the process, cohort.c), minted only if the key is still ours
+     * in Redis: LW_ELOST when it is not.  NULL: no fences (lw_fence() is
+     * 0). */
     int (*fences)(struct lw_lease *l, uint32_t n, uint64_t *first);
+    /* Is l, a mutex's lease, still ours in Redis right now?  LW_OK, LW_ELOST
+     * (gone, or another owner's), or another code when no usable answer
+     * came.  What a section handed on inside the process ends with. */
+    int (*check)(struct lw_lease *l);
     /* Callers wait in a queue in Redis, which a release hands the key on
      * from: a caller may ask while a release is on its way.  0 (Redlock):
      * it would only find the key still held there. */

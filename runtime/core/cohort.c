@@ -20,9 +20,23 @@
  *    more lease than Redis gave), and renewed for it up to its own max_renew;
  *  - a fence of its own, above the holder's and below the next holder's:
  *    the holder mints them in one round trip, as many as the run may
- *    still hand on (INCRBY, while the key is surely still ours: see the
- *    backend's fences()), the first time it would hand the lock on in a
- *    run.
+ *    still hand on, the first time it would hand the lock on in a run,
+ *    and only if the key still holds the run's token (the backend's
+ *    fences()): a key removed behind our back may be another caller's
+ *    already, whose fence must stay above every fence of the run.
+ * And the holder that hands the lock on learns what a release through
+ * Redis would have told it: whether the key still held the run's token
+ * when its section ended.  Our clock cannot say (a forced unlock or an
+ * eviction removes a key whatever lease is left), so Redis is asked: by
+ * the fences' script at a run's first hand-off, before it; after every
+ * other hand-off, by the backend's check(), while the next section already
+ * runs.  A token, once gone from the key, never comes back to it, so a
+ * check that finds it says the key held it throughout the section.  For
+ * the check to see the key as the section left it, nothing may change the
+ * key before the check is answered but the run itself: its last section's
+ * release through Redis waits for the checks in flight.  A check that
+ * finds the key gone ends the run's hand-offs (the next holder learns its
+ * own verdict from Redis).
  * Only mutexes take part: a read lock is shared anyway, a semaphore has
  * several holders, and a sibling thread taking a key within its minimum hold
  * would defeat the hold.
@@ -31,6 +45,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,9 +77,11 @@ struct lw_cohort {
     const struct lw_settings *cfg; /* another configuration's key of the
                                       same name may live on other servers */
     uint64_t hash;
-    unsigned users; /* the leader and the waiters */
-    int led;        /* a thread holds the lock or is taking it from Redis */
-    unsigned run;   /* sections the holder's Redis acquisition has served */
+    unsigned users;    /* the leader and the waiters */
+    int led;           /* a thread holds the lock or is taking it from Redis */
+    unsigned run;      /* sections the holder's Redis acquisition has served */
+    unsigned checking; /* checks in flight for sections of this run */
+    int run_lost;      /* the run's token was found gone from the key */
     uint32_t fences_left; /* minted for this run, not handed out yet */
     uint64_t next_fence;  /* the lowest of them */
     struct waiter *head, **tail;
@@ -74,8 +91,9 @@ struct lw_cohort {
 
 static struct {
     pthread_mutex_t mu;
+    pthread_cond_t checked; /* a cohort's checks in flight fell to 0 */
     struct lw_cohort *bucket[BUCKETS];
-} tab = {.mu = PTHREAD_MUTEX_INITIALIZER};
+} tab = {.mu = PTHREAD_MUTEX_INITIALIZER, .checked = PTHREAD_COND_INITIALIZER};
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -99,6 +117,7 @@ static void wake_all(void)
 /* The child has only the forking thread, whose locks are the parent's. */
 static void child(void)
 {
+    pthread_cond_init(&tab.checked, NULL);
     for (int b = 0; b < BUCKETS; b++) {
         while (tab.bucket[b] != NULL) {
             struct lw_cohort *c = tab.bucket[b];
@@ -198,6 +217,7 @@ static void elect(struct lw_cohort *c)
 {
     c->led = 1;
     c->run = 1;
+    c->run_lost = 0;
     c->fences_left = 0;
 }
 
@@ -328,65 +348,121 @@ static int may_hand(const struct lw_cohort *c, const struct lw_lease *l)
 {
     return c->head != NULL && !lw__gate_closing() &&
            !__atomic_load_n(&l->ended, __ATOMIC_ACQUIRE) &&
-           !lw__lease_lost(l) && c->run <= (unsigned)l->cfg->local_handoffs &&
+           !lw__lease_lost(l) && !c->run_lost &&
+           c->run <= (unsigned)l->cfg->local_handoffs &&
            l->valid_until_ms - lw__now_ms() >=
                (int64_t)c->head->lease->expire_ms * 3 / 4;
 }
 
-/* Fences for the rest of l's run, in one round trip, unless some are left.
+/* Fences for the rest of l's run, in one round trip, if l is still ours.
  * As many as the run may still hand on, not only as many as threads wait
  * now: two threads taking turns have one waiter at each release, and a
  * round trip per section would undo the point of handing on locally.
  * Fences a run does not use are a gap in the counter, which only has to
- * increase.  Under tab.mu, released during the round trip. */
-static void mint_fences(struct lw_cohort *c, struct lw_lease *l)
+ * increase.  Under tab.mu, released during the round trip.  LW_OK: minted,
+ * and the key held l's token after l's section ended; LW_ELOST: it did
+ * not; another code: no answer (l goes back through Redis). */
+static int mint_fences(struct lw_cohort *c, struct lw_lease *l)
 {
     uint32_t n = (uint32_t)l->cfg->local_handoffs + 1 - c->run;
     uint64_t first;
     int rc;
 
-    if (c->fences_left > 0 || l->be->fences == NULL)
-        return;
     pthread_mutex_unlock(&tab.mu);
     rc = l->be->fences(l, n, &first);
     pthread_mutex_lock(&tab.mu);
-    if (rc == LW_OK) { /* else through Redis */
+    if (rc == LW_OK) {
         c->next_fence = first;
         c->fences_left = n;
+    } else if (rc == LW_ELOST) {
+        c->run_lost = 1;
     }
+    return rc;
+}
+
+/* Hand l on to the first waiter of c (may_hand() said so): its token and
+ * validity, and a fence of the run's.  Under tab.mu. */
+static void hand_on(struct lw_cohort *c, const struct lw_lease *l)
+{
+    struct waiter *w = pop(c);
+
+    memcpy(w->lease->token, l->token, sizeof l->token);
+    w->lease->toklen = l->toklen;
+    w->lease->valid_until_ms = l->valid_until_ms;
+    w->lease->drift_ms = l->drift_ms;
+    w->fence = 0; /* Redlock: no fences */
+    if (l->be->fences != NULL) {
+        w->fence = c->next_fence++;
+        c->fences_left--;
+    }
+    c->run++;
+    w->state = W_HANDED;
+    pthread_cond_signal(&w->cv);
+}
+
+/* Is l, whose section has ended and whose lock went on to a sibling, still
+ * ours in Redis?  The check runs outside tab.mu, counted in c->checking so
+ * that the run's release through Redis waits for its answer.  Under
+ * tab.mu. */
+static int check_handed(struct lw_cohort *c, struct lw_lease *l)
+{
+    int rc;
+
+    c->checking++;
+    pthread_mutex_unlock(&tab.mu);
+    rc = l->be->check(l);
+    pthread_mutex_lock(&tab.mu);
+    if (--c->checking == 0)
+        pthread_cond_broadcast(&tab.checked);
+    if (rc == LW_ELOST)
+        c->run_lost = 1;
+    return rc;
+}
+
+/* The verdict on a section that handed the lock on: check is what Redis
+ * said of the key after the section ended. */
+static int handed_verdict(struct lw_lease *l, int check)
+{
+    char why[96];
+
+    if (check == LW_OK)
+        return lw__lease_lost(l) ? LW_ELOST : LW_OK;
+    if (check == LW_ELOST)
+        return lw__lease_lose(l, LW_LOST_GONE,
+                              "the key was gone or another owner's when it "
+                              "was handed to another thread");
+    snprintf(why, sizeof why,
+             "Redis did not confirm it was held when handed on (%s)",
+             lw_strerror(check));
+    return lw__lease_lose(l, LW_LOST_NO_REPLY, why);
 }
 
 int lw__cohort_release(struct lw_lease *l)
 {
     struct lw_cohort *c = l->cohort;
-    struct waiter *w;
-    int released, rc = LW_OK;
+    int released, rc = LW_OK, checked = 0;
 
     if (c == NULL)
         return release(l);
     pthread_mutex_lock(&tab.mu);
-    if (may_hand(c, l))
-        mint_fences(c, l);
-    /* Again after the round trip: waiters may have left, and a lease still
-     * this long by our clock means the counter moved while it was ours. */
-    if (may_hand(c, l) && (c->fences_left > 0 || l->be->fences == NULL)) {
-        w = pop(c);
-        memcpy(w->lease->token, l->token, sizeof l->token);
-        w->lease->toklen = l->toklen;
-        w->lease->valid_until_ms = l->valid_until_ms;
-        w->lease->drift_ms = l->drift_ms;
-        w->fence = 0; /* Redlock: no fences */
-        if (l->be->fences != NULL) {
-            w->fence = c->next_fence++;
-            c->fences_left--;
-        }
-        c->run++;
-        w->state = W_HANDED;
-        pthread_cond_signal(&w->cv);
+    if (may_hand(c, l) && c->fences_left == 0 && l->be->fences != NULL) {
+        rc = mint_fences(c, l);
+        checked = rc == LW_OK;
+    }
+    /* Again after the round trip: waiters may have left. */
+    if (rc == LW_OK && may_hand(c, l) &&
+        (c->fences_left > 0 || l->be->fences == NULL)) {
+        hand_on(c, l);
+        if (!checked)
+            rc = check_handed(c, l);
         leave(c);
         pthread_mutex_unlock(&tab.mu);
-        return LW_OK;
+        return handed_verdict(l, rc);
     }
+    /* The checks of the run's other sections read the key as this release
+     * leaves it unless they are answered first. */
+    while (c->checking > 0)
+        pthread_cond_wait(&tab.checked, &tab.mu);
     /* With a queue in Redis, the next leader may start while our release is
      * on its way: it finds the key busy and queues, and the release hands
      * it on.  Redlock has none: a leader voting then would find the key

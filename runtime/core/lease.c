@@ -6,6 +6,7 @@
 
 #include "base/clock.h"
 #include "base/fork.h"
+#include "base/log.h"
 #include "base/numfmt.h"
 
 void lw__lease_init(struct lw_lease *l, const struct lw_backend *be,
@@ -90,4 +91,13 @@ void lw__lease_notify_lost(const struct lw_lease *l, int reason)
     pthread_mutex_unlock(&lost.mu);
     if (fn != NULL)
         fn(l->key, l->keylen, reason, ud);
+}
+
+int lw__lease_lose(struct lw_lease *l, int reason, const char *why)
+{
+    lw__log(LW_LOG_WARN, "lock %.*s lost before release: %s", (int)l->keylen,
+            l->key, why);
+    if (lw__lease_mark_lost(l))
+        lw__lease_notify_lost(l, reason);
+    return LW_ELOST;
 }

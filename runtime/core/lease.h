@@ -79,6 +79,11 @@ int lw__lease_mark_lost(struct lw_lease *l);
  * (LW_LOST_...); l stays valid during the call.  No lock may be held. */
 void lw__lease_notify_lost(const struct lw_lease *l, int reason);
 
+/* What ends a section LW_ELOST at its release (from the holder's thread, no
+ * lock held): log why (the key named), mark l lost and, the first time,
+ * tell the lost handler reason.  Returns LW_ELOST. */
+int lw__lease_lose(struct lw_lease *l, int reason, const char *why);
+
 static inline int lw__lease_lost(const struct lw_lease *l)
 {
     return __atomic_load_n(&l->lost, __ATOMIC_ACQUIRE);

@@ -19,6 +19,7 @@ int lw__queue_acquire(struct lw_lease *l, const lw_lock_opts *opts,
 int lw__queue_release(struct lw_lease *l);
 void lw__queue_renew(struct lw_lease *const *v, int n, int *results);
 int lw__queue_fences(struct lw_lease *l, uint32_t n, uint64_t *first);
+int lw__queue_check(struct lw_lease *l);
 
 /* The release script for l's token (names: its companion keys), following
  * cluster redirections until deadline_us.  LW_OK with *r the reply (caller

@@ -73,18 +73,19 @@ static void compare_and(struct lw_masters *m, const struct lw_lease *l,
     lw__masters_run(m, &q, mask, round_deadline(l->cfg, 0), votes);
 }
 
-/* How the masters answered the REDLOCK script: done (1), or certainly not
- * ours (0 or -1); a replayed 0 while the lease is valid is our own first
- * attempt's work. */
+/* How the masters answered the REDLOCK script: done (1), or not ours (0 or
+ * -1).  A replayed 0 may be our own first attempt's delete, or a key
+ * removed behind our back: the two cannot be told apart, and only the
+ * first is ours, so it counts as not ours. */
 static void count_script(const struct lw_masters *m, const struct lw_vote *v,
-                         int valid, int *done, int *not_ours)
+                         int *done, int *not_ours)
 {
     *done = *not_ours = 0;
     for (int i = 0; i < m->n; i++) {
         const redisReply *r = v[i].r;
         if (r == NULL || r->type != REDIS_REPLY_INTEGER)
             continue;
-        if (r->integer == 1 || (r->integer == 0 && v[i].replayed && valid))
+        if (r->integer == 1)
             (*done)++;
         else
             (*not_ours)++;
@@ -249,33 +250,29 @@ int lw__redlock_release(struct lw_lease *l)
     struct lw_masters *m;
     int valid = lw__now_ms() < l->valid_until_ms, done = 0, not_ours = 0;
     int64_t hold_ms = valid ? lw__lease_hold_left_ms(l) : 0;
-    char ttl[24];
+    char ttl[24], why[96];
 
     /* Within a minimum hold the keys stay ours until it ends. */
     snprintf(ttl, sizeof ttl, "%lld", (long long)hold_ms);
     if (lw__masters_get(l->cfg, &m) == LW_OK) {
         compare_and(m, l, hold_ms > 0 ? ttl : NULL, ALL_MASTERS, v);
-        count_script(m, v, valid, &done, &not_ours);
+        count_script(m, v, &done, &not_ours);
         lw__votes_free(v, m->n);
         if (done >= m->quorum)
             return lw__lease_lost(l) ? LW_ELOST : LW_OK;
         if (not_ours > m->n - m->quorum) {
-            lw__log(LW_LOG_WARN,
-                    "lock %.*s lost before release: not ours on %d of %d "
-                    "masters",
-                    (int)l->keylen, l->key, not_ours, m->n);
-            if (lw__lease_mark_lost(l))
-                lw__lease_notify_lost(l, LW_LOST_GONE);
-            return LW_ELOST;
+            snprintf(why, sizeof why, "not ours on %d of %d masters", not_ours,
+                     m->n);
+            return lw__lease_lose(l, LW_LOST_GONE, why);
         }
     }
-    /* As in single-server mode: the body ran under the lock, only the early
-     * unlock is unconfirmed, and the keys end by their TTL. */
-    lw__log(LW_LOG_WARN,
-            "could not release lock %.*s on a quorum of masters (%d "
-            "confirmed); it ends by its TTL",
-            (int)l->keylen, l->key, done);
-    return !lw__lease_lost(l) && valid ? LW_OK : LW_ELOST;
+    /* As in single-server mode: a section is LW_OK only when a quorum
+     * confirmed it was still ours at its end.  The keys end by their TTL. */
+    snprintf(why, sizeof why,
+             "the release was confirmed on %d masters, not a quorum; the "
+             "keys end by their TTL",
+             done);
+    return lw__lease_lose(l, LW_LOST_NO_REPLY, why);
 }
 
 /* Renew l on every master: LW_OK on a quorum, LW_ELOST when a quorum is
@@ -290,7 +287,7 @@ static int renew_one(struct lw_lease *l)
     if (lw__masters_get(l->cfg, &m) != LW_OK)
         return LW_ENOMEM;
     compare_and(m, l, l->expire_str, ALL_MASTERS, v);
-    count_script(m, v, 0, &done, &not_ours); /* renewal deletes nothing */
+    count_script(m, v, &done, &not_ours);
     lw__votes_free(v, m->n);
     if (done >= m->quorum)
         return LW_OK;
@@ -301,4 +298,34 @@ void lw__redlock_renew(struct lw_lease *const *v, int n, int *results)
 {
     for (int i = 0; i < n; i++)
         results[i] = renew_one(v[i]);
+}
+
+/* A section handed on inside the process ends: is the lock still ours on a
+ * quorum?  One GET per master, compared here. */
+int lw__redlock_check(struct lw_lease *l)
+{
+    const char *argv[] = {"GET", l->key};
+    size_t lens[] = {3, l->keylen};
+    struct lw_cmd cmd = {2, argv, lens};
+    struct lw_request q = {.cmds = &cmd, .ncmds = 1};
+    struct lw_vote v[LW_ENDPOINTS_MAX];
+    struct lw_masters *m;
+    int ours = 0, not_ours = 0;
+
+    if (lw__masters_get(l->cfg, &m) != LW_OK)
+        return LW_ENOMEM;
+    lw__masters_run(m, &q, ALL_MASTERS, round_deadline(l->cfg, 0), v);
+    for (int i = 0; i < m->n; i++) {
+        const redisReply *r = v[i].r;
+        if (r == NULL)
+            continue;
+        if (is_token(r, l))
+            ours++;
+        else if (r->type == REDIS_REPLY_NIL || r->type == REDIS_REPLY_STRING)
+            not_ours++;
+    }
+    lw__votes_free(v, m->n);
+    if (ours >= m->quorum)
+        return LW_OK;
+    return not_ours > m->n - m->quorum ? LW_ELOST : LW_EREDIS;
 }

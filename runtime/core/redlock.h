@@ -17,5 +17,6 @@ int lw__redlock_acquire(struct lw_lease *l, const lw_lock_opts *opts,
                         uint64_t *fence);
 int lw__redlock_release(struct lw_lease *l);
 void lw__redlock_renew(struct lw_lease *const *v, int n, int *results);
+int lw__redlock_check(struct lw_lease *l);
 
 #endif

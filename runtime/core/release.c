@@ -24,8 +24,11 @@
  * lw_still_held() == 0, and with max_renew used up the watchdog would have
  * declared it lost at that moment had it had its turn: the same answer
  * whichever thread gets there first. */
-static int release_verdict(struct lw_lease *l, long long result, int replayed,
-                           int ran_out)
+/* A release sent again after its reply was lost (replayed) reads its own
+ * first attempt's work as the script's 2 (a receipt) or, with nobody queued,
+ * as "gone": the key removed behind our back reads the same, so "gone" is
+ * LW_ELOST whether replayed or not. */
+static int release_verdict(struct lw_lease *l, long long result, int ran_out)
 {
     const char *why;
 
@@ -36,17 +39,9 @@ static int release_verdict(struct lw_lease *l, long long result, int replayed,
             return LW_OK;
         result = 0; /* ran out by our clock: as if it had expired */
     }
-    /* A replayed release whose first attempt deleted the key reads "gone":
-     * while our lease was still valid, that is our own delete. */
-    if (result == 0 && replayed && lw__now_ms() < l->valid_until_ms)
-        return LW_OK;
-    why = result == 0 ? "the key was gone (expired, or evicted by Redis)"
+    why = result == 0 ? "the key was gone (expired, removed or evicted)"
                       : "another owner holds it";
-    lw__log(LW_LOG_WARN, "lock %.*s lost before release: %s", (int)l->keylen,
-            l->key, why);
-    if (lw__lease_mark_lost(l))
-        lw__lease_notify_lost(l, LW_LOST_GONE);
-    return LW_ELOST;
+    return lw__lease_lose(l, LW_LOST_GONE, why);
 }
 
 /* The lock key alone (onekey script): compare the token, then delete the
@@ -214,14 +209,17 @@ int lw__queue_release(struct lw_lease *l)
         lw__names_free(&names);
     }
     if (rc == LW_OK && r->type == REDIS_REPLY_INTEGER) {
-        rc = release_verdict(l, r->integer, replayed, ran_out);
+        rc = release_verdict(l, r->integer, ran_out);
     } else {
-        /* The body ran under the lock; only the early unlock failed.  The
-         * key ends by its TTL, so waiters are delayed, not endangered. */
-        lw__log(LW_LOG_WARN,
-                "could not release lock %.*s (%s); it ends by its TTL",
-                (int)l->keylen, l->key, lw_strerror(rc ? rc : LW_EREDIS));
-        rc = lw__lease_lost(l) ? LW_ELOST : LW_OK;
+        /* Nothing says the key still held our token when the section
+         * ended, and LW_OK promises that it did.  The key ends by its TTL,
+         * so waiters are delayed, not endangered. */
+        char why[96];
+        snprintf(why, sizeof why,
+                 "Redis did not confirm the release (%s); the key ends by its "
+                 "TTL",
+                 lw_strerror(rc ? rc : LW_EREDIS));
+        rc = lw__lease_lose(l, LW_LOST_NO_REPLY, why);
     }
     if (r != NULL)
         freeReplyObject(r);

@@ -50,6 +50,34 @@ static const char renew_lua[] =
 static const char fence_lua[] = MINT_LUA "return mint(KEYS[1])\n";
 
 /*
+ * Fences for a run of sections handed on between threads of one process
+ * (cohort.c), minted only while the key still holds the holder's token: a
+ * lock removed behind its holder's back (a forced unlock, an eviction) may
+ * already be another caller's, whose fence must stay above all of these.
+ * The token and the INCRBY are one script, so no other caller's fence can
+ * come between the check and the count.  KEYS: lock, fence counter.  ARGV:
+ * token, n.  Returns the last of n fences, or 0 when the lock is not ours.
+ * A counter Redis lost restarts at the server's clock, as mint() does.
+ */
+static const char handfences_lua[] =
+    "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end\n"
+    "local n = tonumber(ARGV[2])\n"
+    "local f = redis.call('incrby', KEYS[2], n)\n"
+    "if f - n + 1 >= " LW_FENCE_FLOOR_LUA " then return f end\n"
+    "local t = redis.call('time')\n"
+    "local last = tonumber(t[1] .. string.format('%06d', tonumber(t[2]))) +\n"
+    "    n - 1\n"
+    "redis.call('set', KEYS[2], string.format('%d', last))\n"
+    "return last\n";
+
+/* Is the lock still ours?  KEYS: lock.  ARGV: token.  1 or 0.  For a slot
+ * being migrated, where a plain GET may be asked to go elsewhere (ASK) and
+ * a script is redirected whole. */
+static const char owned_lua[] =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return 1 end\n"
+    "return 0\n";
+
+/*
  * Waiting is fair by default: waiters queue in Redis, ordered by the server's
  * clock, in the sorted set KEYS[2] (members "token|lease-ms", scored by the
  * server's TIME in microseconds when they joined), and each keeps an "alive"
@@ -433,6 +461,8 @@ struct lw_script lw__script_release = LW_SCRIPT_INIT(release_lua);
 struct lw_script lw__script_enqueue = LW_SCRIPT_INIT(enqueue_lua);
 struct lw_script lw__script_onekey = LW_SCRIPT_INIT(onekey_lua);
 struct lw_script lw__script_fence = LW_SCRIPT_INIT(fence_lua);
+struct lw_script lw__script_handfences = LW_SCRIPT_INIT(handfences_lua);
+struct lw_script lw__script_owned = LW_SCRIPT_INIT(owned_lua);
 struct lw_script lw__script_sem_enqueue = LW_SCRIPT_INIT(sem_enqueue_lua);
 struct lw_script lw__script_sem_release = LW_SCRIPT_INIT(sem_release_lua);
 struct lw_script lw__script_sem_renew = LW_SCRIPT_INIT(sem_renew_lua);

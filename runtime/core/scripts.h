@@ -5,11 +5,13 @@
 
 /* The Lua scripts that make each lock step atomic on the server (their
  * KEYS, ARGV and replies are described beside their text in scripts.c). */
-extern struct lw_script lw__script_renew;   /* a batch of leases */
-extern struct lw_script lw__script_release; /* delete and hand off */
-extern struct lw_script lw__script_enqueue; /* take, or queue for, a lock */
-extern struct lw_script lw__script_onekey;  /* renew or delete one key */
-extern struct lw_script lw__script_fence;   /* mint from a lost counter */
+extern struct lw_script lw__script_renew;      /* a batch of leases */
+extern struct lw_script lw__script_release;    /* delete and hand off */
+extern struct lw_script lw__script_enqueue;    /* take, or queue for, a lock */
+extern struct lw_script lw__script_onekey;     /* renew or delete one key */
+extern struct lw_script lw__script_fence;      /* mint from a lost counter */
+extern struct lw_script lw__script_handfences; /* fences for local hand-offs */
+extern struct lw_script lw__script_owned;      /* is the lock still ours? */
 /* The same for a semaphore (permits = N): a sorted set of leased permits. */
 extern struct lw_script lw__script_sem_enqueue;
 extern struct lw_script lw__script_sem_release;

@@ -15,7 +15,17 @@
  *   wait_rules      wait 0 beside a sibling holder, a waiter's deadline
  *   shutdown        waiters on the process's list return LW_ESHUTDOWN
  *   forked          a child forked while threads hold and wait takes the
- *                   key through Redis, not behind the parent's threads */
+ *                   key through Redis, not behind the parent's threads
+ *   removed_first   the key removed behind the holder's back (what a
+ *                   forced unlock or an eviction does) and taken by another
+ *                   process before the holder's first hand-off of a run:
+ *                   the holder learns LW_ELOST, no fence of the run is
+ *                   minted, and the sibling gets the key after the other
+ *                   process, with a higher fence
+ *   removed_mid_run the same between two later hand-offs: the section that
+ *                   ended while the other process held the key, and the
+ *                   sibling it handed the key to, both learn LW_ELOST, and
+ *                   the sibling's fence is below the other process's */
 #include "util.h"
 
 #include <pthread.h>
@@ -274,7 +284,9 @@ struct holder {
     int hold_ms;   /* > 0: leave after this long; else when `release` posts */
     sem_t entered; /* posted once it holds the key */
     sem_t release;
-    int rc;
+    uint64_t fence; /* lw_fence() in the section */
+    int64_t in_us;  /* when the section began */
+    int rc;         /* what leaving the section returned */
     pthread_t t;
 };
 
@@ -284,6 +296,8 @@ static void *holder_main(void *arg)
     lw_guard g;
 
     CHECK_RC(lw_lock(&g, h->key, strlen(h->key), &h->opts), LW_OK);
+    h->in_us = now_us();
+    h->fence = lw_fence();
     sem_post(&h->entered);
     if (h->hold_ms > 0)
         sleep_ms(h->hold_ms);
@@ -293,7 +307,9 @@ static void *holder_main(void *arg)
     return NULL;
 }
 
-static void holder_start(struct holder *h, const char *key, lw_lock_opts o,
+/* A thread that takes key with o and holds it: hold_ms, or until `release`
+ * is posted.  Returns at once: `entered` is posted once it holds it. */
+static void holder_spawn(struct holder *h, const char *key, lw_lock_opts o,
                          int hold_ms)
 {
     h->key = key;
@@ -302,6 +318,13 @@ static void holder_start(struct holder *h, const char *key, lw_lock_opts o,
     sem_init(&h->entered, 0, 0);
     sem_init(&h->release, 0, 0);
     CHECK_EQ(pthread_create(&h->t, NULL, holder_main, h), 0);
+}
+
+/* The same, returning once it holds the key. */
+static void holder_start(struct holder *h, const char *key, lw_lock_opts o,
+                         int hold_ms)
+{
+    holder_spawn(h, key, o, hold_ms);
     sem_wait(&h->entered);
 }
 
@@ -487,6 +510,189 @@ static void forked(void)
     printf("forked: ok\n");
 }
 
+/* removed_first, removed_mid_run: the key removed behind our back ------- */
+
+/* What the other process's section saw. */
+struct other_result {
+    int rc; /* what leaving it returned */
+    uint64_t fence;
+    int64_t in_us, out_us; /* the section's start and end */
+};
+
+/* Another process that, told to go, takes key (waiting up to 20 s), holds
+ * it hold_ms and reports what it saw. */
+struct other {
+    pid_t pid;
+    int go[2], res[2];
+};
+
+static void other_start(struct other *o, const char *key, int hold_ms)
+{
+    CHECK_EQ(pipe(o->go), 0);
+    CHECK_EQ(pipe(o->res), 0);
+    o->pid = fork();
+    CHECK(o->pid >= 0);
+    if (o->pid == 0) {
+        struct other_result r = {0};
+        lw_guard g;
+        char b;
+        close(o->go[1]);
+        close(o->res[0]);
+        CHECK_EQ(read(o->go[0], &b, 1), 1);
+        CHECK_RC(lock_str(&g, key, 10000, 20000), LW_OK);
+        r.in_us = now_us();
+        r.fence = lw_fence();
+        sleep_ms(hold_ms);
+        r.out_us = now_us();
+        r.rc = lw_guard_leave(&g);
+        CHECK_EQ(write(o->res[1], &r, sizeof r), (ssize_t)sizeof r);
+        lw_shutdown();
+        _exit(0);
+    }
+    close(o->go[0]);
+    close(o->res[1]);
+}
+
+static void other_go(struct other *o)
+{
+    CHECK_EQ(write(o->go[1], "x", 1), 1);
+}
+
+static void other_join(struct other *o, struct other_result *r)
+{
+    int status;
+
+    CHECK_EQ(read(o->res[0], r, sizeof *r), (ssize_t)sizeof *r);
+    CHECK_EQ(waitpid(o->pid, &status, 0), o->pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    close(o->go[1]);
+    close(o->res[0]);
+}
+
+static const char *removed_key;
+
+/* Is someone queued for removed_key in Redis?  (Our threads wait on the
+ * process's list: that is the other process.) */
+static int queued_in_redis(void *arg)
+{
+    redisReply *r = rh_cmd(&srv, "ZCARD {lock:%s}:q", removed_key);
+    int n = r != NULL && r->type == REDIS_REPLY_INTEGER ? (int)r->integer : 0;
+
+    (void)arg;
+    if (r != NULL)
+        freeReplyObject(r);
+    return n > 0;
+}
+
+/* Does removed_key hold a token other than ours (arg)? */
+static int taken_by_other(void *arg)
+{
+    const char *ours = arg;
+    redisReply *r = rh_cmd(&srv, "GET lock:%s", removed_key);
+    int taken =
+        r != NULL && r->type == REDIS_REPLY_STRING && strcmp(r->str, ours) != 0;
+
+    if (r != NULL)
+        freeReplyObject(r);
+    return taken;
+}
+
+/* Once the other process waits in Redis's queue for key, remove the key as
+ * a forced unlock or an eviction would, and return once the other process
+ * holds it. */
+static void remove_behind_back(struct other *o, const char *key)
+{
+    char ours[128];
+    redisReply *r;
+
+    removed_key = key;
+    other_go(o);
+    CHECK(wait_until(queued_in_redis, NULL, 10000) >= 0);
+    r = rh_cmd(&srv, "GET lock:%s", key);
+    CHECK(r != NULL && r->type == REDIS_REPLY_STRING && r->len < sizeof ours);
+    snprintf(ours, sizeof ours, "%s", r->str);
+    freeReplyObject(r);
+    CHECK_EQ(rh_cmd_int(&srv, "DEL lock:%s", key), 1);
+    CHECK(wait_until(taken_by_other, ours, 10000) >= 0);
+}
+
+/* Leases far longer than any stall of this machine: the lock is handed on
+ * from thread to thread whatever the timing (3/4 of a lease must be left),
+ * and only the removal takes it away. */
+#define REMOVED_LEASE_MS 60000
+
+static void removed_first(void)
+{
+    struct other o;
+    struct other_result p;
+    struct holder a, b;
+    lw_stats before;
+
+    other_start(&o, "rm1", 300);
+    holder_start(&a, "rm1", lock_opts(REMOVED_LEASE_MS, 0, -1), 0);
+    before = stats();
+    holder_spawn(&b, "rm1", lock_opts(REMOVED_LEASE_MS, 20000, -1), 1);
+    await_contended(before.contended, 1);
+    remove_behind_back(&o, "rm1");
+    sem_post(&a.release);
+    holder_join(&a);
+    holder_join(&b);
+    other_join(&o, &p);
+    printf("removed_first: holder fence %llu -> %s; other process fence %llu "
+           "-> %s; sibling fence %llu -> %s, %+lld us after the other "
+           "process's section\n",
+           (unsigned long long)a.fence, lw_strerror(a.rc),
+           (unsigned long long)p.fence, lw_strerror(p.rc),
+           (unsigned long long)b.fence, lw_strerror(b.rc),
+           (long long)(b.in_us - p.out_us));
+    CHECK_RC(a.rc, LW_ELOST);
+    CHECK_RC(p.rc, LW_OK);
+    CHECK_RC(b.rc, LW_OK);
+    CHECK(p.fence > a.fence);
+    CHECK(b.fence > p.fence);
+    CHECK(b.in_us >= p.out_us);
+    CHECK_EQ(stats().handed_locally, before.handed_locally);
+}
+
+static void removed_mid_run(void)
+{
+    struct other o;
+    struct other_result p;
+    struct holder a, b, c;
+    lw_stats before;
+
+    other_start(&o, "rm2", 1000);
+    holder_start(&a, "rm2", lock_opts(REMOVED_LEASE_MS, 0, -1), 0);
+    before = stats();
+    holder_spawn(&b, "rm2", lock_opts(REMOVED_LEASE_MS, 20000, -1), 0);
+    await_contended(before.contended, 1);
+    /* The run's first hand-off mints its fences: the key is still ours. */
+    sem_post(&a.release);
+    holder_join(&a);
+    sem_wait(&b.entered);
+    CHECK_RC(a.rc, LW_OK);
+    holder_spawn(&c, "rm2", lock_opts(REMOVED_LEASE_MS, 20000, -1), 0);
+    await_contended(before.contended, 2);
+    remove_behind_back(&o, "rm2");
+    sem_post(&b.release);
+    sem_wait(&c.entered);
+    sem_post(&c.release);
+    holder_join(&b);
+    holder_join(&c);
+    other_join(&o, &p);
+    printf("removed_mid_run: fences %llu -> %s, %llu -> %s, %llu -> %s; "
+           "other process %llu -> %s\n",
+           (unsigned long long)a.fence, lw_strerror(a.rc),
+           (unsigned long long)b.fence, lw_strerror(b.rc),
+           (unsigned long long)c.fence, lw_strerror(c.rc),
+           (unsigned long long)p.fence, lw_strerror(p.rc));
+    CHECK_EQ(stats().handed_locally, before.handed_locally + 2);
+    CHECK_RC(b.rc, LW_ELOST);
+    CHECK_RC(c.rc, LW_ELOST);
+    CHECK_RC(p.rc, LW_OK);
+    CHECK(a.fence < b.fence && b.fence < c.fence && c.fence < p.fence);
+}
+
 int main(void)
 {
     CHECK_EQ(rh_start(&srv, NULL), 0);
@@ -498,6 +704,8 @@ int main(void)
     counter_lost();
     wait_rules();
     forked();
+    removed_first();
+    removed_mid_run();
     shutdown_waiters();
     lw_shutdown();
     CHECK_EQ(rh_stop(&srv), 0);

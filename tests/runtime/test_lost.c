@@ -1,5 +1,6 @@
-/* Losing a lease while the body runs, three ways: max_renew runs out, the
- * key is deleted from outside, the key is taken over by another client.
+/* Losing a lease while the body runs: max_renew runs out, the key is
+ * deleted from outside (also flushed, with the release's connection cut),
+ * the key is taken over by another client.
  * Each time lw_still_held() turns 0 soon after, leave reports LW_ELOST, the
  * counter moves, and the log hook receives a warning.  The lost handler is
  * called once, with the key and the reason: from the watchdog while the
@@ -249,6 +250,42 @@ static void deleted_then_leave_at_once(void)
     check_handler(calls, "lock:quick", LW_LOST_GONE, 0);
 }
 
+/* The key flushed, then the holder's connection cut, so that its release
+ * is sent again on a new one and finds the key gone: the section was not
+ * ours throughout, so that is LW_ELOST, whether the watchdog noticed the
+ * loss first (and told the handler) or the release is the first to see it.
+ * Nothing tells a retry that finds the key gone from its own first
+ * attempt's delete. */
+static void flushed_then_cut(void)
+{
+    static const char *const keys[] = {"fc1", "fc2"};
+
+    for (int noticed = 1; noticed >= 0; noticed--) {
+        const char *key = keys[noticed];
+        lw_stats before;
+        lw_stats_get(&before);
+        int warn_before = warnings_now();
+        int calls = lost_calls();
+        char full[16];
+        lw_guard g;
+        /* Renewed every third of the lease: within a second for the first,
+         * not before the leave for the second. */
+        lw_lock_opts o = lock_opts(noticed ? 3000 : 30000, 0, -1);
+        CHECK_RC(lw_lock(&g, key, strlen(key), &o), LW_OK);
+        redisReply *r = rh_cmd(&srv, "FLUSHALL");
+        CHECK(r && r->type == REDIS_REPLY_STATUS);
+        freeReplyObject(r);
+        if (noticed) {
+            CHECK(wait_until(not_held, NULL, 10000) >= 0);
+            handler_before_leave(calls);
+        }
+        CHECK(rh_cmd_int(&srv, "CLIENT KILL TYPE normal SKIPME yes") >= 1);
+        leave_lost(&g, &before, warn_before);
+        snprintf(full, sizeof full, "lock:%s", key);
+        check_handler(calls, full, LW_LOST_GONE, noticed);
+    }
+}
+
 /* Redis frozen (as in a long pause of this process, the watchdog cannot
  * renew): once the lease's end passes by our clock, lw_still_held() says 0
  * at once, not only when the stuck renewal finally times out (the command
@@ -297,6 +334,7 @@ int main(void)
     lw_set_lost_handler(on_lost, &lost);
 
     deleted_then_leave_at_once();
+    flushed_then_cut();
     deleted_from_outside();
     taken_over();
     max_renew_zero();

@@ -520,8 +520,10 @@ static void echoed_arguments(void)
     CHECK(r != NULL && r->type == REDIS_REPLY_STRING && r->len > 16);
     snprintf(head, sizeof head, "%.16s", r->str);
     freeReplyObject(r);
-    /* The release script is refused: the lock ends by its TTL. */
-    CHECK_RC(lw_guard_leave(&g), LW_OK);
+    /* The release script is refused: the lock ends by its TTL, and as
+     * nothing confirmed it was still ours at the end, the section is
+     * reported lost. */
+    CHECK_RC(lw_guard_leave(&g), LW_ELOST);
     CHECK(logged("unknown command", LW_LOG_WARN, 0) > 0);
     if (logged(head, LW_LOG_INFO, 1) > 0) {
         fprintf(stderr, "a logged error reply holds a token\n");

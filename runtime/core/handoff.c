@@ -1,0 +1,103 @@
+/*
+ * What the queue backend does in Redis for a lock handed on between threads
+ * of one process (cohort.c): mint fences for a run of hand-offs, and tell
+ * whether the lock is still ours when a handed section ends.  Both read the
+ * key itself, never our clock: a lock removed behind its holder's back (a
+ * forced unlock, an eviction) is gone however much lease our clock says is
+ * left, and another caller may hold it already.
+ */
+#include <lockweave.h>
+#include <string.h>
+
+#include "base/config.h"
+#include "base/numfmt.h"
+#include "base/result.h"
+#include "core/keynames.h"
+#include "core/queue.h"
+#include "core/scripts.h"
+#include "core/send.h"
+
+/*
+ * n fences for sections l is handed on to, in one script that counts them
+ * only while the key holds l's token (scripts.c, handfences_lua): each is
+ * above the fence of every holder before, and below the next holder's,
+ * whose fence is minted only once the key has left our token.  A replayed
+ * script leaves a gap only.
+ */
+int lw__queue_fences(struct lw_lease *l, uint32_t n, uint64_t *first)
+{
+    struct lw_names names;
+    struct lw_target to;
+    char num[LW_FMT_U64_MAX];
+    redisReply *r;
+    int replayed, rc;
+
+    rc = lw__target_for(&to, l->cfg, l->key, l->keylen);
+    if (rc != LW_OK)
+        return rc;
+    if (lw__names_init(&names, l->key, l->keylen, l->prefix_len,
+                       l->cfg->ep.topology == LW_TOPO_CLUSTER) != LW_OK)
+        return LW_ENOMEM;
+    const char *argv[] = {l->key, names.fence, l->token, num};
+    size_t lens[] = {l->keylen, names.fencelen, (size_t)l->toklen,
+                     lw__fmt_dec(num, n)};
+    rc = lw__send(&to,
+                  &(struct lw_request){.script = &lw__script_handfences,
+                                       .nkeys = 2,
+                                       .nargs = 2,
+                                       .argv = argv,
+                                       .lens = lens},
+                  0, &r, &replayed);
+    lw__names_free(&names);
+    if (rc != LW_OK)
+        return rc;
+    rc = LW_EREDIS;
+    if (r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
+        rc = LW_ELOST;
+    } else if (r->type == REDIS_REPLY_INTEGER &&
+               r->integer >= LW_FENCE_FLOOR + (long long)n) {
+        *first = (uint64_t)r->integer - n + 1;
+        rc = LW_OK;
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+/* Does the key still hold l's token?  A plain GET, or in a slot being
+ * migrated (ASK: a plain command is not followed) one script.  A mutex's
+ * lease only: cohorts carry no other. */
+int lw__queue_check(struct lw_lease *l)
+{
+    const char *argv[] = {"GET", l->key, l->token};
+    size_t lens[] = {3, l->keylen, (size_t)l->toklen};
+    struct lw_cmd cmd = {2, argv, lens};
+    struct lw_target to;
+    redisReply *r;
+    int replayed, rc;
+
+    rc = lw__target_for(&to, l->cfg, l->key, l->keylen);
+    if (rc == LW_OK)
+        rc = lw__send(&to, &(struct lw_request){.cmds = &cmd, .ncmds = 1}, 0,
+                      &r, &replayed);
+    if (rc == LW_R_ASKED)
+        rc = lw__send(&to,
+                      &(struct lw_request){.script = &lw__script_owned,
+                                           .nkeys = 1,
+                                           .nargs = 1,
+                                           .argv = argv + 1,
+                                           .lens = lens + 1},
+                      0, &r, &replayed);
+    if (rc != LW_OK)
+        return rc;
+    if (r->type == REDIS_REPLY_STRING)
+        rc =
+            r->len == (size_t)l->toklen && memcmp(r->str, l->token, r->len) == 0
+                ? LW_OK
+                : LW_ELOST;
+    else if (r->type == REDIS_REPLY_INTEGER)
+        rc = r->integer == 1 ? LW_OK : LW_ELOST;
+    else
+        rc = r->type == REDIS_REPLY_NIL ? LW_ELOST : LW_EREDIS;
+    freeReplyObject(r);
+    return rc;
+}
