@@ -282,7 +282,7 @@ static int enqueue(struct attempt *a, const char *join, int64_t *ttl_ms)
         rc = LW_OK;
     } else if ((sem || l->reader) && r->type == REDIS_REPLY_ARRAY &&
                r->elements == 2 && r->element[0]->type == REDIS_REPLY_INTEGER &&
-               r->element[0]->integer == -2 &&
+               r->element[0]->integer == 0 &&
                r->element[1]->type == REDIS_REPLY_STRING) {
         /* "n:<N>" or "type:<type>" (the logger escapes it). */
         lw__log(LW_LOG_ERROR,

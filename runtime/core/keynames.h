@@ -3,6 +3,7 @@
 
 #include <lockweave.h> /* LW__XSTR */
 #include <stddef.h>
+#include <string.h>
 
 #define LW_NAMES_INLINE 640
 
@@ -16,6 +17,24 @@
  * clock in microseconds (about 1.8e15), never near it. */
 #define LW_FENCE_FLOOR     1000000000000
 #define LW_FENCE_FLOOR_LUA LW__XSTR(LW_FENCE_FLOOR) /* lockweave.h */
+
+/* What a read lock's key holds while readers hold it (scripts.c).  Not hex,
+ * so never a token.  Earlier builds' scripts wrote "R" (LW_READ_MARK_OLD)
+ * and kept readers' entries across a key set anew: these scripts take "R"
+ * for a lock another owner holds, and those take this mark for one, so
+ * readers of the two never share a key (docs/operations.md, upgrades). */
+#define LW_READ_MARK     "readers"
+#define LW_READ_MARK_OLD "R"
+
+/* Whether a lock key's value v (len bytes) says readers hold it, under
+ * either mark: for tools that show what they find. */
+static inline int lw__read_marked(const char *v, size_t len)
+{
+    return (len == sizeof LW_READ_MARK - 1 &&
+            memcmp(v, LW_READ_MARK, len) == 0) ||
+           (len == sizeof LW_READ_MARK_OLD - 1 &&
+            memcmp(v, LW_READ_MARK_OLD, len) == 0);
+}
 
 /*
  * The Redis names that go with one lock key K: the fence counter it draws

@@ -116,7 +116,10 @@ static const char owned_lua[] =
  * Returns {fence, lease left ms} when the lock is ours — free now, or handed
  * to us by a release (our token already in place) — else {-1 - its TTL, our
  * entry's score ('' when not queued)}: a hand-off names the entry it was
- * made to, so the waiter can tell a current one from a late message. */
+ * made to, so the waiter can tell a current one from a late message.  The
+ * first element tells the replies apart: > 0 a fence, < 0 busy, 0 (the
+ * semaphore's and read lock's scripts) a key held as another kind, which
+ * no TTL can read as. */
 static const char enqueue_lua[] = MINT_LUA
     "local member = ARGV[1] .. '|' .. ARGV[2]\n"
     "local v = redis.call('get', KEYS[1])\n"
@@ -197,18 +200,25 @@ static const char enqueue_lua[] = MINT_LUA
     "return 1\n"
 
 /* Readers of a key (mode = read): while any holds it, the lock key holds
- * "R" (so a writer's SET NX finds it busy) with a TTL at least the longest
- * reader lease, and each reader is a member of the set readers (a KEYS
- * entry) scored by the end of its lease (the server's clock, ms).
- * add_reader(tok, lease, nowms) admits one. */
+ * LW_READ_MARK (so a writer's SET NX finds it busy) with a TTL at least the
+ * longest reader lease, and each reader is a member of the set readers (a
+ * KEYS entry) scored by the end of its lease (the server's clock, ms).  A
+ * reader holds the lock while it is in the set AND the key holds the mark:
+ * both are needed, and the set alone says nothing once the key was removed
+ * (forced, evicted, expired) and set again, perhaps after a writer held it.
+ * So the key is only ever set to the mark with the set emptied first: a
+ * reader's entry never outlives the mark it was admitted under, and its
+ * renewal or release finds it gone (LW_ELOST).  add_reader(tok, lease,
+ * nowms) admits one. */
 #define READERS_LUA(readers)                                                   \
     "local function add_reader(tok, lease, nowms)\n"                           \
-    "  redis.call('zadd', " readers ", nowms + tonumber(lease), tok)\n"        \
-    "  if redis.call('get', KEYS[1]) ~= 'R' then\n"                            \
-    "    redis.call('set', KEYS[1], 'R', 'PX', lease)\n"                       \
+    "  if redis.call('get', KEYS[1]) ~= '" LW_READ_MARK "' then\n"             \
+    "    redis.call('del', " readers ")\n"                                     \
+    "    redis.call('set', KEYS[1], '" LW_READ_MARK "', 'PX', lease)\n"        \
     "  elseif redis.call('pttl', KEYS[1]) < tonumber(lease) then\n"            \
     "    redis.call('pexpire', KEYS[1], lease)\n"                              \
     "  end\n"                                                                  \
+    "  redis.call('zadd', " readers ", nowms + tonumber(lease), tok)\n"        \
     "  redis.call('pexpire', " readers ", redis.call('pttl', KEYS[1]))\n"      \
     "end\n"
 
@@ -286,18 +296,18 @@ static const char release_lua[] = MINT_LUA
     "end\n"
 
 /* Acquire-or-queue for a semaphore: as enqueue_lua, KEYS and ARGV the same
- * plus ARGV[6] = N.  {-2, "n:<N>"}: the key is held with another N (or is
+ * plus ARGV[6] = N.  {0, "n:<N>"}: the key is held with another N (or is
  * not a semaphore: "type:<type>"). */
 static const char sem_enqueue_lua[] = MINT_LUA SEM_KEEP_LUA
     "local ty = redis.call('type', KEYS[1]).ok\n"
-    "if ty ~= 'none' and ty ~= 'zset' then return {-2, 'type:' .. ty} end\n"
+    "if ty ~= 'none' and ty ~= 'zset' then return {0, 'type:' .. ty} end\n"
     SEM_CLOCK_LUA
     "local member = ARGV[1] .. '|' .. ARGV[2]\n"
     "local tag = 'n:' .. ARGV[6]\n"
     "local tags = redis.call('zrangebyscore', KEYS[1], '+inf', '+inf')\n"
     "local held = redis.call('zcard', KEYS[1]) - #tags\n"
     "if held > 0 and #tags > 0 and tags[1] ~= tag then\n"
-    "  return {-2, tags[1]}\n"
+    "  return {0, tags[1]}\n"
     "end\n"
     "local mine = redis.call('zscore', KEYS[1], ARGV[1])\n"
     "if mine or held < tonumber(ARGV[6]) then\n"
@@ -363,17 +373,19 @@ static const char sem_renew_lua[] = SEM_KEEP_LUA
  * readers' set; the queue member ends "|r".  A reader may take the lock
  * when it is free or read-held and no live writer is queued ahead of it
  * (a writer waiting is not starved by readers arriving after it).
- * {-2, "type:<type>"}: the key is not a mutex's (a semaphore's). */
+ * {0, "type:<type>"}: the key is not a mutex's (a semaphore's).  A key
+ * that holds a string other than the mark is a writer's (or a reader's of
+ * a version that marked readers otherwise): busy. */
 static const char rw_enqueue_lua[] = MINT_LUA READERS_LUA("KEYS[5]")
     "local ty = redis.call('type', KEYS[1]).ok\n"
-    "if ty ~= 'none' and ty ~= 'string' then return {-2, 'type:' .. ty} end\n"
+    "if ty ~= 'none' and ty ~= 'string' then return {0, 'type:' .. ty} end\n"
     "local t = redis.call('time')\n"
     "local nowms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
     "redis.call('zremrangebyscore', KEYS[5], '-inf', nowms)\n"
     "local member = ARGV[1] .. '|' .. ARGV[2] .. '|r'\n"
     "local v = redis.call('get', KEYS[1])\n"
     "local mine = redis.call('zscore', KEYS[5], ARGV[1])\n"
-    "if mine and v == 'R' then\n"
+    "if mine and v == '" LW_READ_MARK "' then\n"
     "  redis.call('zrem', KEYS[2], member)\n"
     "  redis.call('del', KEYS[4])\n"
     "  return {mint(KEYS[3]), tonumber(mine) - nowms}\n"
@@ -391,7 +403,7 @@ static const char rw_enqueue_lua[] = MINT_LUA READERS_LUA("KEYS[5]")
     "  end\n"
     "  return false\n"
     "end\n"
-    "if (not v or v == 'R') and not writer_ahead() then\n"
+    "if (not v or v == '" LW_READ_MARK "') and not writer_ahead() then\n"
     "  add_reader(ARGV[1], ARGV[2], nowms)\n"
     "  redis.call('zrem', KEYS[2], member)\n"
     "  redis.call('del', KEYS[4])\n"
@@ -412,7 +424,7 @@ static const char rw_release_lua[] = MINT_LUA READERS_LUA("KEYS[4]")
     "redis.call('zremrangebyscore', KEYS[4], '-inf', nowms)\n"
     "local receipt = ARGV[4] .. ARGV[1] .. ':rel'\n"
     "if not redis.call('zscore', KEYS[4], ARGV[1]) or\n"
-    "    redis.call('get', KEYS[1]) ~= 'R' then\n"
+    "    redis.call('get', KEYS[1]) ~= '" LW_READ_MARK "' then\n"
     "  if redis.pcall('exists', receipt) == 1 then return 2 end\n"
     "  return 0\n"
     "end\n"
@@ -433,7 +445,7 @@ static const char rw_renew_lua[] =
     "local nowms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
     "local s = redis.call('zscore', KEYS[2], ARGV[1])\n"
     "if not s or tonumber(s) <= nowms or\n"
-    "    redis.call('get', KEYS[1]) ~= 'R' then return 0 end\n"
+    "    redis.call('get', KEYS[1]) ~= '" LW_READ_MARK "' then return 0 end\n"
     "redis.call('zadd', KEYS[2], 'XX', nowms + tonumber(ARGV[2]), ARGV[1])\n"
     "if redis.call('pttl', KEYS[1]) < tonumber(ARGV[2]) then\n"
     "  redis.call('pexpire', KEYS[1], ARGV[2])\n"

@@ -16,7 +16,7 @@ extern struct lw_script lw__script_owned;      /* is the lock still ours? */
 extern struct lw_script lw__script_sem_enqueue;
 extern struct lw_script lw__script_sem_release;
 extern struct lw_script lw__script_sem_renew;
-/* A read lock (mode = read): readers share the lock key's "R". */
+/* A read lock (mode = read): readers share the lock key's LW_READ_MARK. */
 extern struct lw_script lw__script_rw_enqueue;
 extern struct lw_script lw__script_rw_release;
 extern struct lw_script lw__script_rw_renew; /* one lease */

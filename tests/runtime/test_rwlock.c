@@ -11,11 +11,17 @@
  *   - a writer may read what it holds; a reader asking to write is
  *     LW_EINVAL; a SIGKILLed reader stops blocking writers when its lease
  *     ends; a semaphore's key asked for as a read lock is LW_EINVAL; under
- *     Redlock a read lock is LW_ECONFIG.
+ *     Redlock a read lock is LW_ECONFIG;
+ *   - a reader tried against a writer 1 or 2 ms from the end of its lease
+ *     finds it busy (or free), never "held as another kind";
+ *   - a reader whose key was removed (forced, evicted) while it read, and
+ *     set again by a writer and then other readers, learns LW_ELOST: its
+ *     entry in the readers' set does not carry over to the key set anew.
  */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -283,6 +289,91 @@ static void other_kinds(void)
         rh_stop(&s[i]);
 }
 
+/* A read lock tried while a writer's lease ends in 1 or 2 ms: the busy
+ * reply carries the writer's TTL, which must never read as "held as
+ * another kind". */
+static void ending_writer(void)
+{
+    int busy = 0, free_now = 0;
+
+    for (int i = 0; i < 300; i++) {
+        lw_guard g;
+        redisReply *r =
+            rh_cmd(&srv, "SET lock:doc:end writer PX %d", 1 + i % 2);
+        CHECK(r != NULL && r->type == REDIS_REPLY_STATUS);
+        freeReplyObject(r);
+        int rc = take(&g, "doc:end", rw_opts(10000, 0, 1));
+        CHECK_MSG(rc == LW_ETIMEOUT || rc == LW_OK, "try %d: %s", i,
+                  lw_strerror(rc));
+        if (rc == LW_OK) {
+            free_now++;
+            CHECK_RC(lw_guard_leave(&g), LW_OK);
+        } else {
+            busy++;
+        }
+    }
+    printf("ending_writer: 300 tries, %d busy, %d found the key free\n", busy,
+           free_now);
+}
+
+struct section {
+    lw_lock_opts o;
+    pthread_barrier_t *entered, *leave; /* NULL: leave at once */
+    int rc;                             /* what leaving returned */
+};
+
+static void *one_section(void *arg)
+{
+    struct section *s = arg;
+    lw_guard g;
+
+    CHECK_RC(take(&g, "doc:gone", s->o), LW_OK);
+    if (s->entered != NULL) {
+        pthread_barrier_wait(s->entered);
+        pthread_barrier_wait(s->leave);
+    }
+    s->rc = lw_guard_leave(&g);
+    return NULL;
+}
+
+/* Another thread's section on doc:gone, start to end. */
+static int section_in_thread(lw_lock_opts o)
+{
+    struct section s = {.o = o};
+    pthread_t t;
+
+    CHECK(pthread_create(&t, NULL, one_section, &s) == 0);
+    CHECK(pthread_join(t, NULL) == 0);
+    return s.rc;
+}
+
+static void removed_reader(void)
+{
+    pthread_barrier_t entered, leave;
+    struct section later = {
+        .o = rw_opts(30000, 0, 1), .entered = &entered, .leave = &leave};
+    pthread_t t;
+    lw_guard g;
+
+    pthread_barrier_init(&entered, NULL, 2);
+    pthread_barrier_init(&leave, NULL, 2);
+    CHECK_RC(take(&g, "doc:gone", rw_opts(30000, 0, 1)), LW_OK);
+    /* The key removed behind our back, the readers' set left. */
+    CHECK_EQ(rh_cmd_int(&srv, "DEL lock:doc:gone"), 1);
+    CHECK_RC(section_in_thread(rw_opts(30000, 5000, 0)), LW_OK); /* writer */
+    CHECK_RC(section_in_thread(rw_opts(30000, 0, 1)), LW_OK);    /* reader */
+    CHECK(pthread_create(&t, NULL, one_section, &later) == 0);
+    pthread_barrier_wait(&entered); /* a reader holds it again */
+    /* Our section overlapped the writer's: it must not end LW_OK. */
+    CHECK_RC(lw_guard_leave(&g), LW_ELOST);
+    pthread_barrier_wait(&leave);
+    CHECK(pthread_join(t, NULL) == 0);
+    CHECK_RC(later.rc, LW_OK);
+    CHECK_EQ(lock_exists(&srv, "doc:gone"), 0);
+    pthread_barrier_destroy(&entered);
+    pthread_barrier_destroy(&leave);
+}
+
 int main(void)
 {
     CHECK_EQ(rh_start(&srv, NULL), 0);
@@ -295,6 +386,8 @@ int main(void)
     reentry();
     killed_reader();
     reader_renewed();
+    ending_writer();
+    removed_reader();
     other_kinds();
 
     lw_shutdown();

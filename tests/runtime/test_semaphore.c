@@ -9,10 +9,13 @@
  *   - users disagreeing on N, or a semaphore asked of a mutex's key, get
  *     LW_EINVAL; under Redlock a semaphore is LW_ECONFIG;
  *   - hold_at_least keeps the permit after the body; the watchdog renews
- *     a permit.
+ *     a permit;
+ *   - a holder 1 or 2 ms from the end of its lease makes a try busy (or
+ *     free), never "held as another kind".
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -239,6 +242,51 @@ static void redlock_refused(void)
         rh_stop(&s[i]);
 }
 
+/* A holder of the only permit whose lease ends 1 or 2 ms from now by the
+ * server's clock, set in one script so that no time passes between reading
+ * the clock and setting the score. */
+static void holder_ending_in(const char *key, int ms)
+{
+    static const char setup[] =
+        "local t = redis.call('time')\n"
+        "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / "
+        "1000)\n"
+        "redis.call('del', KEYS[1])\n"
+        "redis.call('zadd', KEYS[1], now + tonumber(ARGV[1]), 'someone')\n"
+        "redis.call('zadd', KEYS[1], '+inf', 'n:1')\n"
+        "return redis.call('pexpire', KEYS[1], 1000)\n";
+    char ms_str[8];
+    const char *argv[] = {"EVAL", setup, "1", key, ms_str};
+
+    snprintf(ms_str, sizeof ms_str, "%d", ms);
+    redisReply *r = rh_cmd_argv(&srv, 5, argv, NULL);
+    CHECK(r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 1);
+    freeReplyObject(r);
+}
+
+/* A try against a holder about to leave: its reply carries the holder's
+ * TTL, which must never read as "held as another kind". */
+static void ending_holder(void)
+{
+    int busy = 0, free_now = 0;
+
+    for (int i = 0; i < 300; i++) {
+        lw_guard g;
+        holder_ending_in("lock:api:end", 1 + i % 2);
+        int rc = take(&g, "api:end", sem_opts(10000, 0, 1));
+        CHECK_MSG(rc == LW_ETIMEOUT || rc == LW_OK, "try %d: %s", i,
+                  lw_strerror(rc));
+        if (rc == LW_OK) {
+            free_now++;
+            CHECK_RC(lw_guard_leave(&g), LW_OK);
+        } else {
+            busy++;
+        }
+    }
+    printf("ending_holder: 300 tries, %d busy, %d found the permit free\n",
+           busy, free_now);
+}
+
 int main(void)
 {
     sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE,
@@ -254,6 +302,7 @@ int main(void)
     disagreements();
     hold_at_least();
     renewed();
+    ending_holder();
     redlock_refused();
 
     lw_shutdown();

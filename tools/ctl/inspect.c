@@ -153,8 +153,8 @@ static void print_waiters(struct ctl *c, const struct waiter *w, size_t n,
 
 /* A lock shared by several holders: a semaphore (its key a sorted set of
  * holders and "n:<N>", which GET answers WRONGTYPE) or a read lock (its key
- * "R", its readers in names->readers).  *holders: how many hold it now;
- * *permits: a semaphore's N, else -1.  LW_OK or an error. */
+ * LW_READ_MARK, its readers in names->readers).  *holders: how many hold it
+ * now; *permits: a semaphore's N, else -1.  LW_OK or an error. */
 static int shared_holders(const struct ctl *c, const struct ctl_key *k,
                           const struct lw_names *names, int semaphore,
                           long long *holders, long long *permits)
@@ -221,8 +221,8 @@ static int inspect_queue(struct ctl *c, const struct ctl_key *k)
         freeReplyObject(r[0]);
         r[0] = NULL;
         rc = shared_holders(c, k, &names, 1, &holders, &permits);
-    } else if (r[0]->type == REDIS_REPLY_STRING && r[0]->len == 1 &&
-               r[0]->str[0] == 'R') {
+    } else if (r[0]->type == REDIS_REPLY_STRING &&
+               lw__read_marked(r[0]->str, r[0]->len)) {
         kind = "read";
         rc = shared_holders(c, k, &names, 0, &holders, &permits);
     }

@@ -76,12 +76,12 @@ static int unlock_queue(struct ctl *c, const struct ctl_key *k)
     if (rc != LW_OK)
         goto cleanup;
     /* A semaphore's key is a sorted set (GET answers WRONGTYPE); a read
-     * lock's holds "R": each has many holders, and breaking them is not a
-     * release any of them would send. */
+     * lock's holds LW_READ_MARK: each has many holders, and breaking them is
+     * not a release any of them would send. */
     if ((r[0]->type == REDIS_REPLY_ERROR &&
          strncmp(r[0]->str, "WRONGTYPE", 9) == 0) ||
-        (r[0]->type == REDIS_REPLY_STRING && r[0]->len == 1 &&
-         r[0]->str[0] == 'R')) {
+        (r[0]->type == REDIS_REPLY_STRING &&
+         lw__read_marked(r[0]->str, r[0]->len))) {
         ctl_error("the key is %s: unlock --force breaks a lock of one "
                   "holder, not one shared by several; their leases end it",
                   r[0]->type == REDIS_REPLY_ERROR ? "a semaphore"
