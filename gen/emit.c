@@ -7,6 +7,40 @@
 #include "lwgen.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+/* Every name the wrapper's own code below refers to that it does not
+ * declare itself (those begin with LW_RESERVED), and where each comes
+ * from.  A parameter of the wrapper with one of these names would hide it
+ * there, so the scan refuses such a parameter. */
+static const struct {
+    const char *name, *from;
+} wrapper_uses[] = {
+    {"lw_lock_opts", "<lockweave.h>"},
+    {"lw_guard", "<lockweave.h>"},
+    {"lw_guard_init", "<lockweave.h>"},
+    {"lw_guard_key_bytes", "<lockweave.h>"},
+    {"lw_guard_key_i64", "<lockweave.h>"},
+    {"lw_guard_key_u64", "<lockweave.h>"},
+    {"lw_guard_key_str", "<lockweave.h>"},
+    {"lw_guard_enter", "<lockweave.h>"},
+    {"lw_guard_enter_all", "<lockweave.h>"},
+    {"lw_guard_leave", "<lockweave.h>"},
+    {"lw_guard_leave_all", "<lockweave.h>"},
+    {"lw_set_last_error", "<lockweave.h>"},
+    {"LW_OK", "<lockweave.h>"},
+    {"LW_LOCK_READ", "<lockweave.h>"},
+    {"int64_t", "<stdint.h>"},
+    {"uint64_t", "<stdint.h>"},
+};
+
+const char *emit_uses(const char *name)
+{
+    for (size_t i = 0; i < sizeof wrapper_uses / sizeof *wrapper_uses; i++)
+        if (strcmp(wrapper_uses[i].name, name) == 0)
+            return wrapper_uses[i].from;
+    return NULL;
+}
 
 /* A C string literal for n bytes: printable ASCII as is, the rest octal
  * (three digits, so a following digit cannot join the escape). */

@@ -182,7 +182,17 @@ typedef struct lw_woven {
     char *wrapper; /* the full wrapper definition, several lines */
 } lw_woven;
 
+/* What every name the woven code declares begins with: the wrapper's
+ * locals (lw__g, lw__r, ...), its names for unnamed parameters (lw__pN),
+ * and the wrapper's and the body's C names.  <lockweave.h> keeps it for
+ * lockweave's internals, and the scan refuses it in any name a wrapper
+ * declares or evaluates for the user (parameters, on_fail, skip_if). */
+#define LW_RESERVED "lw__"
+
 void emit_func(const lw_func *f, lw_woven *out);
+/* Where name comes from ("<lockweave.h>", "<stdint.h>") when the code of
+ * every wrapper refers to it, or NULL. */
+const char *emit_uses(const char *name);
 void emit_free(lw_woven *w);
 /* The guard calls that build key k in the guard named g, one statement per
  * line, each prefixed by indent. */

@@ -25,6 +25,10 @@ typedef struct annotated_decl {
     char *text; /* the REDIS_LOCK's spelling */
     char **names;
     int n;
+    /* Where each name is written: a parameter named there that the
+     * wrapper cannot take is reported there. */
+    const lw_src **psrc;
+    size_t *poff;
 } annotated_decl;
 
 typedef struct walk {
@@ -365,6 +369,165 @@ static const lw_annot *func_option(const lw_annot *as, int na, int which,
     return found;
 }
 
+/* The identifiers of the C text *t, one at a time (NULL at its end), with
+ * string and character literals and numbers skipped. */
+static const char *next_ident(const char **t, size_t *len)
+{
+    const char *p = *t;
+    while (*p) {
+        char c = *p;
+        if (c == '"' || c == '\'') {
+            for (p++; *p && *p != c; p++)
+                if (*p == '\\' && p[1])
+                    p++;
+            p += *p != 0;
+        } else if ((c >= '0' && c <= '9') ||
+                   (c == '.' && p[1] >= '0' && p[1] <= '9')) {
+            /* A number, exponent signs included ("1e-5", "0x1p+3"). */
+            for (p++; ident_char(*p) || *p == '.' ||
+                      ((*p == '+' || *p == '-') && strchr("eEpP", p[-1]));
+                 p++)
+                ;
+        } else if (ident_char(c)) {
+            const char *id = p;
+            while (ident_char(*p))
+                p++;
+            *len = (size_t)(p - id);
+            *t = p;
+            return id;
+        } else
+            p++;
+    }
+    *t = p;
+    return NULL;
+}
+
+static int is_reserved(const char *id, size_t n)
+{
+    return n >= sizeof LW_RESERVED - 1 &&
+           memcmp(id, LW_RESERVED, sizeof LW_RESERVED - 1) == 0;
+}
+
+/* Whether the C type text t refers to the ordinary identifier name: a
+ * struct, union or enum tag is a name no parameter can hide. */
+static int type_refers_to(const char *t, const char *name)
+{
+    size_t n, len = strlen(name);
+    int tag = 0;
+    for (const char *id; (id = next_ident(&t, &n));) {
+        if (!tag && n == len && memcmp(id, name, n) == 0)
+            return 1;
+        tag = (n == 6 && memcmp(id, "struct", 6) == 0) ||
+              (n == 5 && memcmp(id, "union", 5) == 0) ||
+              (n == 4 && memcmp(id, "enum", 4) == 0);
+    }
+    return 0;
+}
+
+/* The wrapper declares the function's parameters, as the annotated
+ * declaration names them, around code of its own: a parameter must not
+ * take a name that code declares (the reserved prefix) or refers to (a
+ * name of <lockweave.h>, the function, a type it writes), which it would
+ * hide there and break the build, or worse, silently change what the
+ * wrapper does.  Each such name is reported where it is written. */
+static void check_param_names(walk *w, CXCursor def, CXType fn,
+                              const annotated_decl *ad, const lw_func *f)
+{
+    int n = f->nparams;
+    /* The types as the wrapper writes them: a parameter's name is in scope
+     * in the types of the parameters after it, and in the body, where the
+     * result's type is written (not for void). */
+    char **ptypes = xmalloc(sizeof *ptypes * (size_t)(n + 1));
+    for (int j = 0; j < n; j++) {
+        lw_buf b = {0};
+        if (fn.kind == CXType_FunctionProto &&
+            decl_print(&b, clang_getArgType(fn, (unsigned)j), "") != 0)
+            b.len = 0;
+        ptypes[j] = buf_take(&b);
+    }
+    CXType ret = clang_getResultType(fn);
+    lw_buf rt = {0};
+    if (clang_getCanonicalType(ret).kind == CXType_Void ||
+        decl_print(&rt, ret, "") != 0)
+        rt.len = 0;
+    char *rtype = buf_take(&rt);
+
+    for (int i = 0; i < n; i++) {
+        const char *pn = f->params[i].name, *from;
+        if (!pn)
+            continue;
+        lw_buf why = {0};
+        int reserved = is_reserved(pn, strlen(pn));
+        if (reserved)
+            buf_puts(&why, LW_RESERVED);
+        else if ((from = emit_uses(pn)))
+            buf_printf(&why, "%s's '%s'", from, pn);
+        else if (strcmp(pn, f->name) == 0)
+            buf_puts(&why, "the function's own name");
+        else if (type_refers_to(rtype, pn))
+            buf_printf(&why, "the type name '%s' in its return type", pn);
+        else
+            for (int j = i + 1; j < n && !why.p; j++)
+                if (type_refers_to(ptypes[j], pn))
+                    buf_printf(&why,
+                               "the type name '%s' in the type of parameter "
+                               "'%s'",
+                               pn, f->params[j].use);
+        if (why.p) {
+            size_t off;
+            const lw_src *src;
+            if (ad && i < ad->n && *ad->names[i]) {
+                src = ad->psrc[i];
+                off = ad->poff[i];
+            } else
+                src = where(w,
+                            clang_getCursorLocation(
+                                clang_Cursor_getArgument(def, (unsigned)i)),
+                            &off);
+            if (reserved)
+                diag(LW_DIAG_ERROR, src, off,
+                     "parameter '%s' of '%s': names beginning with "
+                     "'" LW_RESERVED "' are reserved for lockweave's generated "
+                     "code; rename the parameter",
+                     pn, f->name);
+            else
+                diag(LW_DIAG_ERROR, src, off,
+                     "parameter '%s' of '%s' would hide %s, which the lock's "
+                     "wrapper uses; rename the parameter",
+                     pn, f->name, why.p);
+        }
+        buf_free(&why);
+    }
+    for (int j = 0; j < n; j++)
+        free(ptypes[j]);
+    free(ptypes);
+    free(rtype);
+}
+
+/* on_fail and skip_if are evaluated inside the wrapper, where a name with
+ * the reserved prefix is one of the wrapper's own, not the user's. */
+static void check_expr_names(const lw_annot *a, const char *option,
+                             const char *text, size_t off)
+{
+    size_t n;
+    for (const char *t = text, *id; t && (id = next_ident(&t, &n));) {
+        /* A member's name (r.lw__x, p->lw__x) is not looked up in scope. */
+        const char *b = id;
+        while (b > text && (b[-1] == ' ' || b[-1] == '\t' || b[-1] == '\n'))
+            b--;
+        if (b > text &&
+            (b[-1] == '.' || (b[-1] == '>' && b - 1 > text && b[-2] == '-')))
+            continue;
+        if (is_reserved(id, n)) {
+            diag(LW_DIAG_ERROR, a->src, off,
+                 "%s names '%.*s': names beginning with '" LW_RESERVED
+                 "' are reserved for lockweave's generated code; rename it",
+                 option, (int)n, id);
+            return;
+        }
+    }
+}
+
 /* The rest of f, whose name and place handle_function() has set: the
  * definition def, annotated with as[0..na); ad: the declaration they are
  * written on, when not on def.  0, or -1 after reporting errors (f then
@@ -429,6 +592,11 @@ static int model_func(walk *w, CXCursor def, const lw_annot *as, int na,
             keyok = -1;
     const lw_annot *onf = func_option(as, na, 1, name);
     const lw_annot *skip = func_option(as, na, 2, name);
+    if (onf)
+        check_expr_names(onf, "on_fail", onf->on_fail, onf->on_fail_off);
+    if (skip)
+        check_expr_names(skip, "skip_if", skip->skip_if, skip->skip_if_off);
+    check_param_names(w, def, fn, ad, f);
     if (diag_errors() != errs)
         keyok = -1;
     const lw_annot *a = onf ? onf : &as[0];
@@ -568,9 +736,14 @@ static void note_annotated_decl(walk *w, CXCursor c, CXCursor attr,
                         spelling(c),
                         spelling(attr),
                         xmalloc(sizeof(char *) * (size_t)(n + 1)),
-                        n < 0 ? 0 : n};
-    for (int i = 0; i < d.n; i++)
-        d.names[i] = spelling(clang_Cursor_getArgument(c, (unsigned)i));
+                        n < 0 ? 0 : n,
+                        xmalloc(sizeof(lw_src *) * (size_t)(n + 1)),
+                        xmalloc(sizeof(size_t) * (size_t)(n + 1))};
+    for (int i = 0; i < d.n; i++) {
+        CXCursor p = clang_Cursor_getArgument(c, (unsigned)i);
+        d.names[i] = spelling(p);
+        d.psrc[i] = where(w, clang_getCursorLocation(p), &d.poff[i]);
+    }
     w->decls = xrealloc(w->decls, sizeof *w->decls * (size_t)(w->ndecls + 1));
     w->decls[w->ndecls++] = d;
 }
@@ -997,6 +1170,8 @@ cleanup:
         for (int k = 0; k < w.decls[i].n; k++)
             free(w.decls[i].names[k]);
         free(w.decls[i].names);
+        free(w.decls[i].psrc);
+        free(w.decls[i].poff);
         free(w.decls[i].func);
         free(w.decls[i].text);
     }
