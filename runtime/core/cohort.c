@@ -30,11 +30,12 @@
  * eviction removes a key whatever lease is left), so Redis is asked: by
  * the fences' script at a run's first hand-off, before it; after every
  * other hand-off, by the backend's check(), while the next section already
- * runs.  A token, once gone from the key, never comes back to it, so a
- * check that finds it says the key held it throughout the section.  For
- * the check to see the key as the section left it, nothing may change the
- * key before the check is answered but the run itself: its last section's
- * release through Redis waits for the checks in flight.  A check that
+ * runs (batched: check_handed()).  A token, once gone from the key, never
+ * comes back to it, so a check that finds it says the key held it
+ * throughout every section that ended before the check was sent.  For
+ * the check to see the key as those sections left it, nothing may change
+ * the key before the check is answered but the run itself: its last
+ * section's release through Redis waits for the checks.  A check that
  * finds the key gone ends the run's hand-offs (the next holder learns its
  * own verdict from Redis).
  * Only mutexes take part: a read lock is shared anyway, a semaphore has
@@ -77,11 +78,18 @@ struct lw_cohort {
     const struct lw_settings *cfg; /* another configuration's key of the
                                       same name may live on other servers */
     uint64_t hash;
-    unsigned users;    /* the leader and the waiters */
-    int led;           /* a thread holds the lock or is taking it from Redis */
-    unsigned run;      /* sections the holder's Redis acquisition has served */
-    unsigned checking; /* checks in flight for sections of this run */
-    int run_lost;      /* the run's token was found gone from the key */
+    unsigned users; /* the leader and the waiters */
+    int led;        /* a thread holds the lock or is taking it from Redis */
+    unsigned run;   /* sections the holder's Redis acquisition has served */
+    int run_lost;   /* the run's token was found gone from the key */
+    /* Checks of handed sections (check_handed()): one at a time, each
+     * answering for every section that ended before it was sent. */
+    int checking;           /* a check is in flight */
+    pthread_cond_t checked; /* one was answered */
+    uint64_t ended;         /* handed sections ended so far: their tickets */
+    uint64_t answered;      /* tickets up to this one had a check answered */
+    uint64_t ok_upto;       /* ... and up to this one found the key ours */
+    int failed;           /* what the last check that did not say LW_OK said */
     uint32_t fences_left; /* minted for this run, not handed out yet */
     uint64_t next_fence;  /* the lowest of them */
     struct waiter *head, **tail;
@@ -91,9 +99,8 @@ struct lw_cohort {
 
 static struct {
     pthread_mutex_t mu;
-    pthread_cond_t checked; /* a cohort's checks in flight fell to 0 */
     struct lw_cohort *bucket[BUCKETS];
-} tab = {.mu = PTHREAD_MUTEX_INITIALIZER, .checked = PTHREAD_COND_INITIALIZER};
+} tab = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -117,7 +124,6 @@ static void wake_all(void)
 /* The child has only the forking thread, whose locks are the parent's. */
 static void child(void)
 {
-    pthread_cond_init(&tab.checked, NULL);
     for (int b = 0; b < BUCKETS; b++) {
         while (tab.bucket[b] != NULL) {
             struct lw_cohort *c = tab.bucket[b];
@@ -165,6 +171,7 @@ static struct lw_cohort *join(const struct lw_lease *l)
         if (c == NULL)
             return NULL;
         *c = (struct lw_cohort){.next = *pp, .cfg = l->cfg, .hash = h};
+        pthread_cond_init(&c->checked, NULL);
         c->tail = &c->head;
         c->keylen = l->keylen;
         memcpy(c->key, l->key, l->keylen);
@@ -184,6 +191,7 @@ static void leave(struct lw_cohort *c)
     while (*pp != c)
         pp = &(*pp)->next;
     *pp = c->next;
+    pthread_cond_destroy(&c->checked);
     free(c);
 }
 
@@ -400,23 +408,44 @@ static void hand_on(struct lw_cohort *c, const struct lw_lease *l)
     pthread_cond_signal(&w->cv);
 }
 
-/* Is l, whose section has ended and whose lock went on to a sibling, still
- * ours in Redis?  The check runs outside tab.mu, counted in c->checking so
- * that the run's release through Redis waits for its answer.  Under
- * tab.mu. */
+/*
+ * Is l, whose section has ended and whose lock went on to a sibling, still
+ * ours in Redis?  Checks are batched: one is in flight at a time, and it
+ * answers for every section that had ended when it was sent (a token found
+ * in the key was there throughout), so when sections are shorter than a
+ * round trip, one check serves several.  A section that ends while a check
+ * is in flight waits for it, then for the next, which one of the waiting
+ * threads sends.  Checks run outside tab.mu; the run's release through
+ * Redis waits until every ended section's check is answered.  Under
+ * tab.mu.
+ */
 static int check_handed(struct lw_cohort *c, struct lw_lease *l)
 {
-    int rc;
+    uint64_t ticket = ++c->ended;
 
-    c->checking++;
-    pthread_mutex_unlock(&tab.mu);
-    rc = l->be->check(l);
-    pthread_mutex_lock(&tab.mu);
-    if (--c->checking == 0)
-        pthread_cond_broadcast(&tab.checked);
-    if (rc == LW_ELOST)
-        c->run_lost = 1;
-    return rc;
+    while (c->answered < ticket) {
+        uint64_t upto;
+        int rc;
+        if (c->checking) {
+            pthread_cond_wait(&c->checked, &tab.mu);
+            continue;
+        }
+        c->checking = 1;
+        upto = c->ended;
+        pthread_mutex_unlock(&tab.mu);
+        rc = l->be->check(l);
+        pthread_mutex_lock(&tab.mu);
+        c->checking = 0;
+        c->answered = upto;
+        if (rc == LW_OK)
+            c->ok_upto = upto;
+        else
+            c->failed = rc;
+        if (rc == LW_ELOST)
+            c->run_lost = 1;
+        pthread_cond_broadcast(&c->checked);
+    }
+    return ticket <= c->ok_upto ? LW_OK : c->failed;
 }
 
 /* The verdict on a section that handed the lock on: check is what Redis
@@ -461,8 +490,8 @@ int lw__cohort_release(struct lw_lease *l)
     }
     /* The checks of the run's other sections read the key as this release
      * leaves it unless they are answered first. */
-    while (c->checking > 0)
-        pthread_cond_wait(&tab.checked, &tab.mu);
+    while (c->answered < c->ended)
+        pthread_cond_wait(&c->checked, &tab.mu);
     /* With a queue in Redis, the next leader may start while our release is
      * on its way: it finds the key busy and queues, and the release hands
      * it on.  Redlock has none: a leader voting then would find the key
