@@ -6,11 +6,21 @@
  *  exclusion  Two sections on one key that overlap in time (the later one
  *             started before the earlier one ended): the one with the lower
  *             fence — the stale holder — must have reported LW_ELOST.  A
- *             section killed inside counts as not reported.
- *  order      Sections that ended LW_OK (held the lock throughout), taken in
- *             the order they started: their fences strictly increase.
+ *             section killed inside counts as not reported.  Under a
+ *             read/write lock two readers may overlap; a writer and anyone
+ *             may not.  Under a semaphore of N: at no instant more than N
+ *             sections inside their bodies that did not report LW_ELOST.
+ *  order      mutex: sections that ended LW_OK (held the lock throughout),
+ *             taken in the order they started: their fences strictly
+ *             increase.  read/write: of two LW_OK sections that do not
+ *             overlap, at least one a writer, the one that ended first has
+ *             the lower fence; and no two LW_OK sections share a fence.
+ *             semaphore: no two LW_OK sections share a fence (N holders at
+ *             once take their fences in any order).
  *  stale      A section the store refused for a stale fence must have
- *             reported LW_ELOST: a newer holder got in while it ran.
+ *             reported LW_ELOST: a newer holder got in while it ran (for a
+ *             reader: a writer with a higher fence touched the key before
+ *             the reader's first or second read).
  *  store      Per key, in the store's order: each accepted write is the
  *             previous value plus one (no increment lost), no section's write
  *             is accepted twice, every accepted write is one its section saw
@@ -44,6 +54,7 @@ struct sec {
     uint64_t sid, fence;
     int64_t start, end;
     int key, rc, held, rd, wr;
+    char role;  /* FW_ROLE_*: 'x' mutex, 'w' writer, 'r' reader, 's' permit */
     int body;   /* e record seen: the body finished at end */
     int ended;  /* E record seen, or killed */
     int stored; /* times the store log shows its write */
@@ -56,6 +67,7 @@ struct wr {
 };
 
 enum { V_EXCL, V_ORDER, V_STALE, V_STORE, V_UNFIN, V_N };
+_Static_assert(V_N == FC_NRULES, "fc_check.h's FC_NRULES");
 static const char *const vname[V_N] = {"exclusion", "order", "stale", "store",
                                        "unfinished"};
 
@@ -67,8 +79,8 @@ struct ck {
     size_t nw, capw;
     long long v[V_N];
     long long not_run[16], rejected, overlaps_lost, late, held_stale;
-    long long lost, ok, killed, after_fault;
-    int faults, want_faults, expect, seconds, procs, threads, keys;
+    long long lost, ok, killed, after_fault, shared_overlaps;
+    int faults, want_faults, expect, seconds, procs, threads, keys, kind;
     char name[64];
     int64_t last_fault_end;
     struct {
@@ -119,9 +131,10 @@ static int read_worker(struct ck *c, const char *path)
     while (fgets(line, sizeof line, f)) {
         struct sec x;
         memset(&x, 0, sizeof x);
+        x.role = FW_ROLE_MUTEX; /* records from before roles */
         if (line[0] == 'B' &&
-            sscanf(line, "B %" SCNu64 " %d %" SCNu64 " %" SCNd64, &x.sid,
-                   &x.key, &x.fence, &x.start) == 4) {
+            sscanf(line, "B %" SCNu64 " %d %" SCNu64 " %" SCNd64 " %c", &x.sid,
+                   &x.key, &x.fence, &x.start, &x.role) >= 4) {
             if (grow((void **)&c->s, &c->cap, c->n, sizeof x) != 0)
                 return -1;
             x.end = x.start;
@@ -165,8 +178,14 @@ static int read_driver(struct ck *c, const char *path)
                    "CASE %63s expect=%d faults=%d procs=%d threads=%d "
                    "keys=%d seconds=%d",
                    c->name, &c->expect, &c->want_faults, &c->procs, &c->threads,
-                   &c->keys, &c->seconds) == 7)
+                   &c->keys, &c->seconds) == 7) {
+            const char *k = strstr(line, " kind=");
+            c->kind = k == NULL                       ? FW_KIND_MUTEX
+                      : strncmp(k + 6, "rw", 2) == 0  ? FW_KIND_RW
+                      : strncmp(k + 6, "sem", 3) == 0 ? FW_KIND_SEM
+                                                      : FW_KIND_MUTEX;
             continue;
+        }
         if (sscanf(line, "FAULT %63s %lld %lld", kind, &t0, &t1) == 3) {
             c->faults++;
             if (t1 > c->last_fault_end)
@@ -302,12 +321,54 @@ static void close_open_sections(struct ck *c)
 
 static void describe(char *buf, size_t n, const struct sec *s)
 {
-    snprintf(buf, n, "[pid %d fence %" PRIu64 " %.3f..%.3f s rc %s]",
-             (int)(s->sid >> 32), s->fence, s->start / 1e9, s->end / 1e9,
-             s->rc == RC_KILLED ? "killed" : lw_strerror(s->rc));
+    static const char *const roles[] = {"", "writer ", "reader ", "permit "};
+    int role = s->role == FW_ROLE_WRITER   ? 1
+               : s->role == FW_ROLE_READER ? 2
+               : s->role == FW_ROLE_PERMIT ? 3
+                                           : 0;
+    snprintf(buf, n, "[%spid %d fence %" PRIu64 " %.3f..%.3f s rc %s]",
+             roles[role], (int)(s->sid >> 32), s->fence, s->start / 1e9,
+             s->end / 1e9, s->rc == RC_KILLED ? "killed" : lw_strerror(s->rc));
 }
 
-/* exclusion and order, per key in start order. */
+/* Semaphore: sj begins while the sections in active[0..na) are inside;
+ * more than N of them, sj included, that were not told LW_ELOST is a
+ * breach.  Checked at each start: the count only grows there. */
+static void check_permits(struct ck *c, const size_t *active, size_t na,
+                          const struct sec *sj)
+{
+    size_t told = 0, all = na + 1;
+    char a[160];
+
+    if (sj->rc == LW_ELOST)
+        return; /* no more untold holders than just before */
+    for (size_t q = 0; q < na; q++)
+        told += c->s[active[q]].rc == LW_ELOST;
+    if (all - told <= FW_SEM_PERMITS) {
+        if (all > FW_SEM_PERMITS)
+            c->overlaps_lost++;
+        if (all - told > 1)
+            c->shared_overlaps++; /* permits shared, as they may be */
+        return;
+    }
+    if (c->v[V_EXCL] < EXAMPLES) {
+        describe(a, sizeof a, sj);
+        fprintf(c->out,
+                "  violation exclusion: key %d: %zu holders of %d permits at "
+                "once, not told LW_ELOST: %s begins inside",
+                sj->key, all - told, FW_SEM_PERMITS, a);
+        for (size_t q = 0; q < na; q++)
+            if (c->s[active[q]].rc != LW_ELOST) {
+                describe(a, sizeof a, &c->s[active[q]]);
+                fprintf(c->out, " %s", a);
+            }
+        fputc('\n', c->out);
+    }
+    c->v[V_EXCL]++;
+}
+
+/* exclusion for every kind, and the mutex's order, per key in start
+ * order. */
 static void check_sections(struct ck *c, const size_t *idx)
 {
     size_t *active = malloc((c->n + 1) * sizeof *active), na = 0;
@@ -326,6 +387,12 @@ static void check_sections(struct ck *c, const size_t *idx)
             if (si->end <= sj->start)
                 continue;
             active[keep++] = active[q];
+            if (c->kind == FW_KIND_SEM)
+                continue; /* counted by check_permits() */
+            if (si->role == FW_ROLE_READER && sj->role == FW_ROLE_READER) {
+                c->shared_overlaps++; /* readers share the key */
+                continue;
+            }
             const struct sec *stale = si->fence <= sj->fence ? si : sj;
             if (si->fence > sj->fence)
                 c->late++; /* began after a newer holder: entered stale */
@@ -338,9 +405,11 @@ static void check_sections(struct ck *c, const size_t *idx)
             violation(c, V_EXCL, "key %d: %s overlaps %s", sj->key, a, b);
         }
         na = keep;
+        if (c->kind == FW_KIND_SEM && sj->ended)
+            check_permits(c, active, na, sj);
         if (sj->ended)
             active[na++] = idx[j];
-        if (sj->ended && sj->rc == LW_OK) {
+        if (c->kind == FW_KIND_MUTEX && sj->ended && sj->rc == LW_OK) {
             if (last_ok && sj->fence <= last_ok->fence) {
                 describe(a, sizeof a, last_ok);
                 describe(b, sizeof b, sj);
@@ -350,6 +419,127 @@ static void check_sections(struct ck *c, const size_t *idx)
         }
     }
     free(active);
+}
+
+static int is_ok(const struct sec *s)
+{
+    return s->ended && s->rc == LW_OK;
+}
+
+static int by_end(const void *a, const void *b)
+{
+    const struct sec *x = *(const struct sec *const *)a;
+    const struct sec *y = *(const struct sec *const *)b;
+    return x->end < y->end ? -1 : x->end > y->end;
+}
+
+static int by_key_fence(const void *a, const void *b)
+{
+    const struct sec *x = *(const struct sec *const *)a;
+    const struct sec *y = *(const struct sec *const *)b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->fence < y->fence ? -1 : x->fence > y->fence;
+}
+
+/* read/write order on one key's LW_OK sections, ok[0..n) in start order:
+ * for each writer W, every section that ended before W began has a lower
+ * fence, and every reader that began after W ended a higher one (a writer
+ * after W is checked as a W itself, so no pair is counted twice). */
+static void check_order_rw_key(struct ck *c, const struct sec **ok, size_t n)
+{
+    const struct sec **ends = malloc((n + 1) * sizeof *ends);
+    const struct sec **pmax = malloc((n + 1) * sizeof *pmax);
+    const struct sec **smin = malloc((n + 1) * sizeof *smin);
+    char a[160], b[160];
+
+    if (ends == NULL || pmax == NULL || smin == NULL)
+        goto out;
+    memcpy(ends, ok, n * sizeof *ends);
+    qsort(ends, n, sizeof *ends, by_end);
+    for (size_t i = 0; i < n; i++)
+        pmax[i] = i > 0 && pmax[i - 1]->fence >= ends[i]->fence ? pmax[i - 1]
+                                                                : ends[i];
+    smin[n] = NULL;
+    for (size_t i = n; i-- > 0;) {
+        smin[i] = smin[i + 1];
+        if (ok[i]->role == FW_ROLE_READER &&
+            (smin[i] == NULL || ok[i]->fence < smin[i]->fence))
+            smin[i] = ok[i];
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct sec *w = ok[i];
+        size_t lo = 0, hi = n;
+        if (w->role != FW_ROLE_WRITER)
+            continue;
+        /* Sections that ended at or before w began: ends[0..lo). */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (ends[mid]->end <= w->start)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo > 0 && pmax[lo - 1]->fence >= w->fence) {
+            describe(a, sizeof a, pmax[lo - 1]);
+            describe(b, sizeof b, w);
+            violation(c, V_ORDER,
+                      "key %d: %s ended before writer %s began, with a "
+                      "fence not lower",
+                      w->key, a, b);
+        }
+        /* Readers that began at or after w ended: from ok[lo] on. */
+        lo = i + 1;
+        hi = n;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (ok[mid]->start < w->end)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (smin[lo] != NULL && smin[lo]->fence <= w->fence) {
+            describe(a, sizeof a, w);
+            describe(b, sizeof b, smin[lo]);
+            violation(c, V_ORDER,
+                      "key %d: writer %s ended before reader %s began, with "
+                      "a fence not lower",
+                      w->key, a, b);
+        }
+    }
+out:
+    free(ends);
+    free(pmax);
+    free(smin);
+}
+
+/* read/write and semaphore: the order rules above, and no fence twice. */
+static void check_order_shared(struct ck *c, const size_t *idx)
+{
+    const struct sec **ok = malloc((c->n + 1) * sizeof *ok);
+    size_t n = 0, first = 0;
+    char a[160], b[160];
+
+    if (ok == NULL)
+        return;
+    for (size_t j = 0; j < c->n; j++)
+        if (is_ok(&c->s[idx[j]]))
+            ok[n++] = &c->s[idx[j]];
+    if (c->kind == FW_KIND_RW)
+        for (size_t i = 1; i <= n; i++)
+            if (i == n || ok[i]->key != ok[first]->key) {
+                check_order_rw_key(c, ok + first, i - first);
+                first = i;
+            }
+    qsort(ok, n, sizeof *ok, by_key_fence);
+    for (size_t i = 1; i < n; i++)
+        if (ok[i]->key == ok[i - 1]->key && ok[i]->fence == ok[i - 1]->fence) {
+            describe(a, sizeof a, ok[i - 1]);
+            describe(b, sizeof b, ok[i]);
+            violation(c, V_ORDER, "key %d: %s and %s share a fence", ok[i]->key,
+                      a, b);
+        }
+    free(ok);
 }
 
 static struct sec *find_sid(struct ck *c, const size_t *bysid, uint64_t sid)
@@ -471,10 +661,11 @@ static void report(struct ck *c, int fail, const char *results)
     for (int k = 0; k < 16; k++)
         not_run += c->not_run[k];
     fprintf(c->out,
-            "case %s (%s): %zu sections (%lld ok, %lld lost, %lld killed), "
-            "%lld calls not run, %d faults\n",
+            "case %s (%s, %s): %zu sections (%lld ok, %lld lost, %lld "
+            "killed), %lld calls not run, %d faults\n",
             c->name, expect[c->expect >= 0 && c->expect <= 3 ? c->expect : 0],
-            c->n, c->ok, c->lost, c->killed, not_run, c->faults);
+            fw_kind_name(c->kind), c->n, c->ok, c->lost, c->killed, not_run,
+            c->faults);
     for (int k = 1; k < 16; k++)
         if (c->not_run[k])
             fprintf(c->out, "  not run: %lld %s\n", c->not_run[k],
@@ -489,20 +680,28 @@ static void report(struct ck *c, int fail, const char *results)
             "with the stale side reported lost %lld; entered after a newer "
             "holder %lld; lw_still_held() said 1 to a refused section %lld\n",
             c->nw, c->rejected, c->overlaps_lost, c->late, c->held_stale);
+    if (c->kind == FW_KIND_RW)
+        fprintf(c->out, "  readers overlapping readers (allowed): %lld\n",
+                c->shared_overlaps);
+    if (c->kind == FW_KIND_SEM)
+        fprintf(c->out,
+                "  sections begun beside another holder (allowed up to %d "
+                "at once): %lld\n",
+                FW_SEM_PERMITS, c->shared_overlaps);
     fprintf(c->out, "  %s\n", fail ? "FAIL" : "PASS");
     if (results) {
         FILE *f = fopen(results, "a");
         if (f) {
             /* Tab-separated, header first: run.sh prints it as a table. */
             if (fseek(f, 0, SEEK_END) == 0 && ftell(f) == 0)
-                fprintf(f, "case\texpect\tseconds\tsections\tok\tlost\t"
+                fprintf(f, "case\tkind\texpect\tseconds\tsections\tok\tlost\t"
                            "killed\tnot_run\tfaults\taccepted\trefused\t"
                            "overlaps_lost\tlate\texclusion\torder\tstale\t"
                            "store\tunfinished\tverdict\n");
             fprintf(f,
-                    "%s\t%s\t%d\t%zu\t%lld\t%lld\t%lld\t%lld\t%d\t%zu\t"
+                    "%s\t%s\t%s\t%d\t%zu\t%lld\t%lld\t%lld\t%lld\t%d\t%zu\t"
                     "%lld\t%lld\t%lld\t%lld\t%lld\t%lld\t%lld\t%lld\t%s\n",
-                    c->name,
+                    c->name, fw_kind_name(c->kind),
                     expect[c->expect >= 0 && c->expect <= 3 ? c->expect : 0],
                     c->seconds, c->n, c->ok, c->lost, c->killed, not_run,
                     c->faults, c->nw, c->rejected, c->overlaps_lost, c->late,
@@ -515,6 +714,14 @@ static void report(struct ck *c, int fail, const char *results)
 
 int fc_check(const char *dir, FILE *out, const char *results)
 {
+    long long counts[FC_NRULES];
+    return fc_check_counts(dir, out, results, counts);
+}
+
+int fc_check_counts(const char *dir, FILE *out, const char *results,
+                    long long counts[FC_NRULES])
+{
+    memset(counts, 0, FC_NRULES * sizeof counts[0]);
     static struct ck zero;
     struct ck *c = malloc(sizeof *c);
     size_t *idx = NULL, *bysid = NULL;
@@ -539,10 +746,14 @@ int fc_check(const char *dir, FILE *out, const char *results)
     qsort(idx, c->n, sizeof *idx, by_key_start);
     qsort(bysid, c->n, sizeof *bysid, by_sid);
     check_sections(c, idx);
+    if (c->kind != FW_KIND_MUTEX)
+        check_order_shared(c, idx);
     check_store(c, bysid);
     tally(c);
     rc = verdict(c);
     report(c, rc, results);
+    for (int k = 0; k < V_N && k < FC_NRULES; k++)
+        counts[k] = c->v[k];
 cleanup:
     free(idx);
     free(bysid);

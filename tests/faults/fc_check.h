@@ -11,4 +11,11 @@
  * records cannot be read. */
 int fc_check(const char *dir, FILE *out, const char *results);
 
+/* The same, also giving the number of violations of each rule, in the
+ * report's order: exclusion, order, stale, store, unfinished
+ * (fc_rules_test.c). */
+#define FC_NRULES 5
+int fc_check_counts(const char *dir, FILE *out, const char *results,
+                    long long counts[FC_NRULES]);
+
 #endif

@@ -31,6 +31,11 @@ struct fd_case {
     int (*inject)(struct fd_run *r); /* one fault; NULL: none */
     int gap_ms;                      /* normal running between two faults */
     int expect;                      /* FD_EXPECT_* */
+    int kind;                        /* FW_KIND_*: the workers' lock */
+    int evict;       /* redis-server with a small maxmemory, allkeys-lru */
+    int ctl;         /* the fault runs lockweave-ctl (--ctl) */
+    int del_refused; /* forced-unlock: DEL a key lockweave-ctl refuses */
+    int threads;     /* threads per worker unless --threads says (0: 3) */
 };
 
 struct fd_run {
@@ -44,9 +49,17 @@ struct fd_run {
     int log_fd; /* driver.log */
     int procs, threads, keys;
     pid_t pids[FD_MAX_PROCS];
-    int faults; /* injected so far */
-    int nth;    /* fault number, for faults that alternate */
+    int faults;    /* injected so far */
+    int nth;       /* fault number, for faults that alternate */
+    char ctl[600]; /* lockweave-ctl, for the forced-unlock cases */
+    /* eviction: the subscriber to evicted-key events, and what it heard */
+    redisContext *sub;
+    unsigned long long filler_seq;
+    long long evicted[6]; /* by kind of key: see fd_faults.c */
 };
+
+/* The faults' own state, closed at the end of a run (fd_faults.c). */
+void fd_faults_finish(struct fd_run *r);
 
 /* The case table (fd_faults.c); NULL-name terminated. */
 extern const struct fd_case fd_cases[];

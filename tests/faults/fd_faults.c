@@ -9,9 +9,14 @@
 #include "fd.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +24,17 @@
 #define LONG_FAULT_MS   (2 * LEASE_MS)
 #define HOLDER_PAUSE_MS (LEASE_MS * 5 / 2)
 #define VICTIM_WAIT_MS  10000
+
+/* eviction: filler values this big (few keys, so that lockweave's keys are
+ * a good share of what a random eviction picks), one every FILL_EVERY_MS
+ * for EVICT_BURST_MS per fault. */
+#define FILLER_BYTES   (64 * 1024)
+#define FILL_EVERY_MS  2
+#define EVICT_BURST_MS 300
+
+/* forced-unlock: tries per key and round while it is found free or
+ * read-held. */
+#define UNLOCK_TRIES 5
 
 static void log_fault(struct fd_run *r, const char *kind, int64_t t0,
                       const char *detail)
@@ -204,27 +220,311 @@ static int latency(struct fd_run *r)
     return 0;
 }
 
+/* lockweave-ctl unlock --force --yes KEY; its exit status (ctl.h's CTL_*:
+ * 0 unlocked, 1 not held, 6 changed hands, 7 shared), or -1.  Its output
+ * goes to ctl.log in the run directory. */
+static int run_ctl(struct fd_run *r, const char *key)
+{
+    char logpath[600];
+    char *argv[] = {r->ctl, "unlock", "--force", "--yes", (char *)key, NULL};
+    pid_t parent = getpid(), pid;
+    int st;
+
+    snprintf(logpath, sizeof logpath, "%s/ctl.log", r->dir);
+    pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        /* Only async-signal-safe calls until exec: the driver may have
+         * threads (the proxy). */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
+        int fd = open(logpath, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        int null = open("/dev/null", O_RDONLY);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        if (null >= 0)
+            dup2(null, 0);
+        execv(r->ctl, argv);
+        _exit(127);
+    }
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The operator's forced unlock, the real command, on every lock key of the
+ * run: the holder keeps running without the lock.  lockweave-ctl refuses a
+ * key with several holders (a read lock, a semaphore: exit 7); with the
+ * case's del_refused such a key is then deleted with DEL, as an operator
+ * left with nothing else would do with redis-cli (the semaphore case: ctl
+ * never breaks a semaphore).  A round that removed nothing is a NOTE, not
+ * a fault. */
+static int forced_unlock(struct fd_run *r)
+{
+    char key[64], detail[160];
+    int unlocked = 0, not_held = 0, shared = 0, changed = 0, other = 0;
+    int deleted = 0;
+    int64_t t0 = fw_now_ns();
+
+    for (int k = 0; k < r->keys; k++) {
+        int rc;
+        snprintf(key, sizeof key, "%s:%d", fw_kind_key(r->c->kind), k);
+        /* A key found free, or read-held, is tried again a few times: a
+         * read/write lock's key is writer-held only now and then. */
+        for (int tries = 1;; tries++) {
+            rc = run_ctl(r, key);
+            if (tries == UNLOCK_TRIES ||
+                (rc != 1 && (rc != 7 || r->c->del_refused)))
+                break;
+            not_held += rc == 1;
+            shared += rc == 7;
+            fd_sleep_ms(2);
+        }
+        if (rc < 0 || rc == 127) {
+            fd_log(r, "FAULT-ERROR lockweave-ctl %s: exit %d (see ctl.log)",
+                   key, rc);
+            return -1;
+        }
+        unlocked += rc == 0;
+        not_held += rc == 1;
+        changed += rc == 6;
+        shared += rc == 7;
+        other += rc != 0 && rc != 1 && rc != 6 && rc != 7;
+        if (rc == 7 && r->c->del_refused) {
+            long long n = rh_cmd_int(&r->srv, "DEL lock:%s", key);
+            if (n == LLONG_MIN)
+                return -1;
+            deleted += n > 0;
+        }
+    }
+    snprintf(detail, sizeof detail,
+             "ctl:unlocked=%d,not-held=%d,changed-hands=%d,shared=%d,"
+             "other=%d;del-after-refusal=%d",
+             unlocked, not_held, changed, shared, other, deleted);
+    if (unlocked + deleted == 0) {
+        fd_log(r, "NOTE forced-unlock: nothing removed (%s)", detail);
+        return 0;
+    }
+    log_fault(r, "forced-unlock", t0, detail);
+    return 0;
+}
+
+/* Redis's evicted_keys (INFO stats), or -1. */
+static long long evicted_keys(struct fd_run *r)
+{
+    redisReply *rep = rh_cmd(&r->srv, "INFO stats");
+    long long n = -1;
+    const char *p;
+    if (rep && rep->type == REDIS_REPLY_STRING &&
+        (p = strstr(rep->str, "evicted_keys:")) != NULL)
+        n = atoll(p + strlen("evicted_keys:"));
+    if (rep)
+        freeReplyObject(rep);
+    return n;
+}
+
+enum { EV_FILLER, EV_LOCK, EV_FENCE, EV_QUEUE, EV_READERS, EV_WAITER, EV_N };
+
+/* What an evicted key was, by its name (runtime/core/keynames.c): the lock
+ * key "lock:...", the fence counter "{lockweave}lock:fences", a queue
+ * "{...}:q", a readers' set "{...}:r", or a waiter's alive key, mailbox or
+ * a release's receipt "{...}:w:<token>[:g|:rel]". */
+static int key_class(const char *k, size_t len)
+{
+#define ENDS(s)                                                                \
+    (len >= sizeof s - 1 &&                                                    \
+     memcmp(k + len - (sizeof s - 1), s, sizeof s - 1) == 0)
+    if (strncmp(k, "filler:", 7) == 0)
+        return EV_FILLER;
+    if (strncmp(k, "lock:", 5) == 0)
+        return EV_LOCK;
+    if (ENDS("fences"))
+        return EV_FENCE;
+    if (ENDS(":q"))
+        return EV_QUEUE;
+    if (ENDS(":r"))
+        return EV_READERS;
+    return EV_WAITER;
+#undef ENDS
+}
+
+/* Read what the subscriber has been sent, waiting up to wait_ms for the
+ * first of it; counts evicted keys by class.  0, or -1 (connection lost). */
+static int drain_sub(struct fd_run *r, int wait_ms)
+{
+    for (;;) {
+        void *v = NULL;
+        if (redisGetReplyFromReader(r->sub, &v) != REDIS_OK)
+            return -1;
+        if (v != NULL) {
+            redisReply *m = v;
+            /* ["message", channel, key] */
+            if (m->type == REDIS_REPLY_ARRAY && m->elements == 3 &&
+                m->element[2]->type == REDIS_REPLY_STRING &&
+                strcmp(m->element[0]->str, "message") == 0)
+                r->evicted[key_class(m->element[2]->str, m->element[2]->len)]++;
+            freeReplyObject(m);
+            continue;
+        }
+        struct pollfd p = {.fd = r->sub->fd, .events = POLLIN};
+        int n = poll(&p, 1, wait_ms);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n;
+        if (redisBufferRead(r->sub) != REDIS_OK)
+            return -1;
+        wait_ms = 0;
+    }
+}
+
+/* The subscriber to Redis's evicted-key events (notify-keyspace-events Ee,
+ * set at the server's start). */
+static int open_sub(struct fd_run *r)
+{
+    redisReply *rep;
+    if (r->sub != NULL)
+        return 0;
+    if ((r->sub = rh_connect(&r->srv)) == NULL)
+        return -1;
+    rep = redisCommand(r->sub, "SUBSCRIBE __keyevent@0__:evicted");
+    if (rep == NULL || rep->type != REDIS_REPLY_ARRAY) {
+        if (rep)
+            freeReplyObject(rep);
+        redisFree(r->sub);
+        r->sub = NULL;
+        return -1;
+    }
+    freeReplyObject(rep);
+    return 0;
+}
+
+/* Keep the server (small maxmemory, allkeys-lru, one sample: a nearly
+ * random victim) full with filler keys for a while, so that it keeps
+ * evicting, lockweave's keys among the rest.  The fault is proven only if
+ * Redis evicted something (INFO's evicted_keys) and one of the evicted keys
+ * was lockweave's; otherwise a NOTE. */
+static int eviction(struct fd_run *r)
+{
+    static char filler[FILLER_BYTES];
+    long long before, after, lw0 = 0, lw1 = 0, by[EV_N];
+    char detail[200];
+    int64_t t0 = fw_now_ns(), end = fd_now_ms() + EVICT_BURST_MS;
+
+    if (filler[0] == '\0')
+        memset(filler, 'f', sizeof filler);
+    if (open_sub(r) != 0 || drain_sub(r, 0) != 0 ||
+        (before = evicted_keys(r)) < 0)
+        return -1;
+    memcpy(by, r->evicted, sizeof by);
+    while (fd_now_ms() < end) {
+        redisReply *rep = rh_cmd(&r->srv, "SET filler:%llu %b", r->filler_seq++,
+                                 filler, sizeof filler);
+        if (rep == NULL)
+            return -1;
+        /* An OOM error would say eviction could not make room: logged,
+         * not fatal (the next write tries again). */
+        if (rep->type == REDIS_REPLY_ERROR)
+            fd_log(r, "NOTE eviction: SET answered %s", rep->str);
+        freeReplyObject(rep);
+        if (drain_sub(r, 0) != 0)
+            return -1;
+        fd_sleep_ms(FILL_EVERY_MS);
+    }
+    if (drain_sub(r, 20) != 0 || (after = evicted_keys(r)) < 0)
+        return -1;
+    for (int i = EV_LOCK; i < EV_N; i++) {
+        lw0 += by[i];
+        lw1 += r->evicted[i];
+    }
+    snprintf(detail, sizeof detail,
+             "evicted_keys=%lld(+%lld);lockweave=+%lld:lock=+%lld,fence=+%lld,"
+             "queue=+%lld,readers=+%lld,waiter=+%lld;filler=+%lld",
+             after, after - before, lw1 - lw0,
+             r->evicted[EV_LOCK] - by[EV_LOCK],
+             r->evicted[EV_FENCE] - by[EV_FENCE],
+             r->evicted[EV_QUEUE] - by[EV_QUEUE],
+             r->evicted[EV_READERS] - by[EV_READERS],
+             r->evicted[EV_WAITER] - by[EV_WAITER],
+             r->evicted[EV_FILLER] - by[EV_FILLER]);
+    if (after == before || lw1 == lw0) {
+        fd_log(r, "NOTE eviction: no lockweave key evicted (%s)", detail);
+        return 0;
+    }
+    log_fault(r, "eviction", t0, detail);
+    return 0;
+}
+
+void fd_faults_finish(struct fd_run *r)
+{
+    if (r->sub == NULL)
+        return;
+    drain_sub(r, 20);
+    fd_log(r,
+           "NOTE eviction totals: lock=%lld fence=%lld queue=%lld "
+           "readers=%lld waiter=%lld filler=%lld",
+           r->evicted[EV_LOCK], r->evicted[EV_FENCE], r->evicted[EV_QUEUE],
+           r->evicted[EV_READERS], r->evicted[EV_WAITER],
+           r->evicted[EV_FILLER]);
+    redisFree(r->sub);
+    r->sub = NULL;
+}
+
+/* Shorthands for the table. */
+#define GUARDED .mode = FW_GUARDED, .fence_check = 1
+#define MUTEX   .kind = FW_KIND_MUTEX
+#define RW      .kind = FW_KIND_RW
+#define SEM     .kind = FW_KIND_SEM
+
 const struct fd_case fd_cases[] = {
-    {"none", 0, 0, FW_GUARDED, 1, NULL, 0, FD_EXPECT_CLEAN},
-    {"redis-pause", 0, 0, FW_GUARDED, 1, redis_pause, 1500, FD_EXPECT_CLEAN},
-    {"redis-restart-aof", 1, 0, FW_GUARDED, 1, redis_restart, 1500,
-     FD_EXPECT_CLEAN},
-    {"redis-crash-aof", 1, 0, FW_GUARDED, 1, redis_crash, 1500,
-     FD_EXPECT_CLEAN},
+    {"none", GUARDED, MUTEX, .expect = FD_EXPECT_CLEAN},
+    {"none-rw", GUARDED, RW, .expect = FD_EXPECT_CLEAN},
+    {"none-sem", GUARDED, SEM, .expect = FD_EXPECT_CLEAN},
+    {"redis-pause", GUARDED, MUTEX, .inject = redis_pause, .gap_ms = 1500},
+    {"redis-restart-aof", GUARDED, MUTEX, .aof = 1, .inject = redis_restart,
+     .gap_ms = 1500},
+    {"redis-crash-aof", GUARDED, MUTEX, .aof = 1, .inject = redis_crash,
+     .gap_ms = 1500},
     /* Not claimed: the restart forgets held locks and fence counters. */
-    {"redis-restart-noaof", 0, 0, FW_GUARDED, 1, redis_restart, 1500,
-     FD_EXPECT_STORE_SAFE},
-    {"client-kill", 0, 0, FW_GUARDED, 1, client_kill, 300, FD_EXPECT_CLEAN},
-    {"client-pause", 0, 0, FW_GUARDED, 1, client_pause, 1500, FD_EXPECT_CLEAN},
-    {"holder-pause", 0, 0, FW_GUARDED, 1, holder_pause, 1000, FD_EXPECT_CLEAN},
-    {"holder-kill", 0, 0, FW_GUARDED, 1, holder_kill, 1000, FD_EXPECT_CLEAN},
+    {"redis-restart-noaof", GUARDED, MUTEX, .inject = redis_restart,
+     .gap_ms = 1500},
+    {"client-kill", GUARDED, MUTEX, .inject = client_kill, .gap_ms = 300},
+    {"client-pause", GUARDED, MUTEX, .inject = client_pause, .gap_ms = 1500},
+    {"holder-pause", GUARDED, MUTEX, .inject = holder_pause, .gap_ms = 1000},
+    {"holder-kill", GUARDED, MUTEX, .inject = holder_kill, .gap_ms = 1000},
     /* Late hand-off messages: see regress_stale_grant.c and README.md. */
-    {"latency", 0, 1, FW_GUARDED, 1, latency, 1500, FD_EXPECT_CLEAN},
+    {"latency", GUARDED, MUTEX, .proxy = 1, .inject = latency, .gap_ms = 1500},
+    /* A lock removed behind its holders' backs: by the operator, and by
+     * Redis itself under maxmemory. */
+    {"forced-unlock", GUARDED, MUTEX, .inject = forced_unlock, .gap_ms = 300,
+     .ctl = 1},
+    {"forced-unlock-rw", GUARDED, RW, .inject = forced_unlock, .gap_ms = 300,
+     .ctl = 1},
+    /* lockweave-ctl refuses a semaphore: DEL it, as an operator would. */
+    {"forced-unlock-sem", GUARDED, SEM, .inject = forced_unlock, .gap_ms = 300,
+     .ctl = 1, .del_refused = 1},
+    {"eviction", GUARDED, MUTEX, .evict = 1, .inject = eviction, .gap_ms = 100},
+    /* 5 threads a process: with 3, 1 run in 5 of the code it was written
+     * against showed no breach. */
+    {"eviction-rw", GUARDED, RW, .evict = 1, .inject = eviction, .gap_ms = 100,
+     .threads = 5},
+    {"eviction-sem", GUARDED, SEM, .evict = 1, .inject = eviction,
+     .gap_ms = 100},
     /* The checker's self-tests: these must be caught. */
-    {"selftest-unguarded", 0, 0, FW_UNGUARDED, 1, NULL, 0, FD_EXPECT_OVERLAP},
-    {"selftest-nofence", 0, 0, FW_GUARDED, 0, holder_pause, 1000,
-     FD_EXPECT_LOST_UPDATE},
-    {NULL, 0, 0, 0, 0, NULL, 0, 0},
+    {"selftest-unguarded", .mode = FW_UNGUARDED, .fence_check = 1, MUTEX,
+     .expect = FD_EXPECT_OVERLAP},
+    {"selftest-unguarded-rw", .mode = FW_UNGUARDED, .fence_check = 1, RW,
+     .expect = FD_EXPECT_OVERLAP},
+    {"selftest-unguarded-sem", .mode = FW_UNGUARDED, .fence_check = 1, SEM,
+     .expect = FD_EXPECT_OVERLAP},
+    {"selftest-nofence", .mode = FW_GUARDED, .fence_check = 0, MUTEX,
+     .inject = holder_pause, .gap_ms = 1000, .expect = FD_EXPECT_LOST_UPDATE},
+    {.name = NULL},
 };
 
 const struct fd_case *fd_case_find(const char *name)

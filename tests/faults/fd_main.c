@@ -3,11 +3,14 @@
  *
  *   lw_faults --case NAME [--seconds S | --soak MINUTES] [--procs P]
  *             [--threads T] [--keys K] [--out DIR] [--results FILE]
+ *             [--ctl PATH]
  *   lw_faults --list
  *
  * One run is one case: a private redis-server (tests/harness), P worker
  * processes x T threads running the REDIS_LOCK'ed section on K keys, and the
- * case's fault injected again and again until S seconds are up; then the
+ * case's fault injected again and again until S seconds are up (the
+ * forced-unlock cases run lockweave-ctl: --ctl PATH, by default the one in
+ * the same build tree, ../../tools/ctl/lockweave-ctl); then the
  * workers stop and the checker (fc_check.c) reads the records and says
  * whether the case held.  Exit status 0: it did.  The run directory keeps
  * every record (kept on failure or with --out; a temporary one is removed
@@ -181,8 +184,19 @@ static int locate_worker(struct fd_run *r)
     if (n <= 0)
         return -1;
     self[n] = '\0';
-    snprintf(r->worker_exe, sizeof r->worker_exe, "%s/lw_faults_worker",
-             dirname(self));
+    const char *dir = dirname(self);
+    snprintf(r->worker_exe, sizeof r->worker_exe, "%s/lw_faults_worker", dir);
+    if (r->c->ctl && r->ctl[0] == '\0')
+        /* This build tree's, from tests/faults to tools/ctl. */
+        snprintf(r->ctl, sizeof r->ctl, "%s/../../tools/ctl/lockweave-ctl",
+                 dir);
+    if (r->c->ctl && access(r->ctl, X_OK) != 0) {
+        fprintf(stderr,
+                "faults: case %s runs lockweave-ctl: none at %s (--ctl "
+                "PATH)\n",
+                r->c->name, r->ctl);
+        return -1;
+    }
     return access(r->worker_exe, X_OK);
 }
 
@@ -208,10 +222,26 @@ static int run_case(struct fd_run *r, int seconds, const char *results)
     }
     rh_opts_init(&o);
     o.aof = c->aof;
+    if (c->evict) {
+        /* A few MB above an empty server's ~1 MB; one sample: the victim is
+         * nearly random (lockweave's keys, touched all the time, would
+         * never be the least recently used of many).  Evictions are
+         * published, so that the driver can tell whose keys went. */
+        static const char *const evict_args[] = {"--maxmemory",
+                                                 "4mb",
+                                                 "--maxmemory-policy",
+                                                 "allkeys-lru",
+                                                 "--maxmemory-samples",
+                                                 "1",
+                                                 "--notify-keyspace-events",
+                                                 "Ee",
+                                                 NULL};
+        o.extra_args = evict_args;
+    }
     if (rh_start(&r->srv, &o) != 0)
         goto cleanup;
-    r->shared =
-        fw_shared_create(r->shared_path, r->keys, c->mode, c->fence_check);
+    r->shared = fw_shared_create(r->shared_path, r->keys, c->mode, c->kind,
+                                 c->fence_check);
     if (r->shared == NULL)
         goto cleanup;
     snprintf(url, sizeof url, "%s", r->srv.url);
@@ -225,9 +255,9 @@ static int run_case(struct fd_run *r, int seconds, const char *results)
     setenv("LOCKWEAVE_REDIS_URL", url, 1);
     fd_log(r,
            "CASE %s expect=%d faults=%d procs=%d threads=%d keys=%d "
-           "seconds=%d",
+           "seconds=%d kind=%s",
            c->name, c->expect, c->inject != NULL, r->procs, r->threads, r->keys,
-           seconds);
+           seconds, fw_kind_name(c->kind));
     for (int i = 0; i < r->procs; i++)
         if (fd_spawn_worker(r, i) != 0)
             goto cleanup;
@@ -256,8 +286,10 @@ cleanup:
         fprintf(stderr, "faults: a worker failed or had to be killed\n");
     if (r->shared != NULL)
         write_final(r);
-    if (r->log_fd >= 0)
+    if (r->log_fd >= 0) {
+        fd_faults_finish(r);
         fd_log(r, "END %lld", (long long)fw_now_ns());
+    }
     fd_proxy_stop(r->proxy);
     r->proxy = NULL;
     rh_stop(&r->srv);
@@ -273,7 +305,7 @@ static void usage(const char *argv0)
     fprintf(stderr,
             "usage: %s --case NAME [--seconds S | --soak MINUTES] "
             "[--procs P] [--threads T] [--keys K] [--out DIR] "
-            "[--results FILE]\n       %s --list\n",
+            "[--results FILE] [--ctl PATH]\n       %s --list\n",
             argv0, argv0);
 }
 
@@ -284,7 +316,7 @@ int main(int argc, char **argv)
     int seconds = 8, rc;
 
     run.procs = 3;
-    run.threads = 3;
+    run.threads = 0; /* the case's, or 3 */
     run.keys = 3;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -314,12 +346,16 @@ int main(int argc, char **argv)
             out = v;
         else if (strcmp(a, "--results") == 0)
             results = v;
+        else if (strcmp(a, "--ctl") == 0)
+            snprintf(run.ctl, sizeof run.ctl, "%s", v);
         else {
             usage(argv[0]);
             return 2;
         }
     }
     run.c = name ? fd_case_find(name) : NULL;
+    if (run.c != NULL && run.threads == 0)
+        run.threads = run.c->threads > 0 ? run.c->threads : 3;
     if (run.c == NULL || seconds < 3 || run.procs < 1 ||
         run.procs > FD_MAX_PROCS || run.threads < 1 || run.keys < 1 ||
         run.keys > FW_MAX_KEYS) {

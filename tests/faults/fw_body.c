@@ -66,7 +66,19 @@ static void fault_hook(struct fw_shared *s)
     __atomic_store_n(&freezing, 0, __ATOMIC_SEQ_CST);
 }
 
-int fw_section_body(struct fw_thread *t, int key, uint64_t fence, int guarded)
+/* A reader's read; FW_REJECTED if refused. */
+static int shared_read(struct fw_shared *s, int key, uint64_t fence,
+                       uint64_t sid)
+{
+    int64_t value;
+    enter_store();
+    int rc = fw_store_read_shared(s, key, fence, sid, &value);
+    leave_store();
+    return rc;
+}
+
+int fw_section_body(struct fw_thread *t, int key, uint64_t fence, int guarded,
+                    int role)
 {
     struct fw_shared *s = t->shared;
     char line[160];
@@ -77,20 +89,32 @@ int fw_section_body(struct fw_thread *t, int key, uint64_t fence, int guarded)
      * section killed later still shows when it began. */
     t->entered = 1;
     n = snprintf(line, sizeof line,
-                 "B %" PRIu64 " %d %" PRIu64 " %" PRId64 "\n", t->sid, key,
-                 fence, fw_now_ns());
+                 "B %" PRIu64 " %d %" PRIu64 " %" PRId64 " %c\n", t->sid, key,
+                 fence, fw_now_ns(), role);
     fw_write_all(t->log_fd, line, (size_t)n);
 
-    enter_store();
-    t->read_rc = fw_store_read(s, key, fence, t->sid, &value);
-    leave_store();
+    if (role == FW_ROLE_PERMIT) {
+        /* N holders at once: a read-modify-write would mean nothing. */
+        t->read_rc = FW_SKIPPED;
+    } else if (role == FW_ROLE_READER) {
+        t->read_rc = shared_read(s, key, fence, t->sid);
+    } else {
+        enter_store();
+        t->read_rc = fw_store_read(s, key, fence, t->sid, &value);
+        leave_store();
+    }
     fault_hook(s);
     /* The work: up to 0.5 ms, and one section in 32 up to 100 ms, so that
      * every fault finds sections in flight. */
     fw_sleep_us((long)(fw_rand(t) % (fw_rand(t) % 32 ? 500 : 100000)));
     t->still_held = guarded ? lw_still_held() : -1;
     t->write_rc = FW_SKIPPED;
-    if (t->read_rc == FW_ACCEPTED) {
+    if (role == FW_ROLE_READER) {
+        /* Read again at the end: a writer that got in meanwhile (with a
+         * higher fence) makes what this reader read stale. */
+        if (t->read_rc == FW_ACCEPTED)
+            t->read_rc = shared_read(s, key, fence, t->sid);
+    } else if (role != FW_ROLE_PERMIT && t->read_rc == FW_ACCEPTED) {
         enter_store();
         t->write_rc =
             fw_store_write(s, key, fence, t->sid, value + 1, t->store_fd);

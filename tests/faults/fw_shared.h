@@ -15,6 +15,13 @@
  * stale holder (its lease ran out while it was paused) is refused as soon as
  * a newer holder has touched the key, so no increment is lost even when two
  * sections overlap.
+ *
+ * Under a read/write lock, writers do the same; readers only read (at the
+ * start of the body and again at its end), and a read is refused only when
+ * a writer with a higher fence has touched the key: readers share a key, so
+ * they do not raise the bar against each other, but they do raise it for
+ * writers (a writer's fence must exceed every fence the store has seen).
+ * Semaphore holders (N at once) do not use the store.
  */
 #ifndef LW_FAULTS_SHARED_H
 #define LW_FAULTS_SHARED_H
@@ -32,6 +39,35 @@ enum {
     FW_UNGUARDED = 1, /* the same body, no lock (checker self-test) */
 };
 
+/* The lock kind a run's workers use (fw_shared.kind). */
+enum {
+    FW_KIND_MUTEX = 0, /* REDIS_LOCK("faults:{key}", ...) */
+    FW_KIND_RW = 1,    /* mode = write / mode = read on "faults-rw:{key}" */
+    FW_KIND_SEM = 2,   /* permits = FW_SEM_PERMITS on "faults-sem:{key}" */
+};
+#define FW_SEM_PERMITS 2
+
+/* A section's role, the last field of its B record. */
+#define FW_ROLE_MUTEX  'x'
+#define FW_ROLE_WRITER 'w'
+#define FW_ROLE_READER 'r'
+#define FW_ROLE_PERMIT 's'
+
+/* The lock key's template, before "{key}", for a kind ("faults"...): the
+ * full Redis key is "lock:<this>:<key>" (fw_section.c). */
+static inline const char *fw_kind_key(int kind)
+{
+    return kind == FW_KIND_RW    ? "faults-rw"
+           : kind == FW_KIND_SEM ? "faults-sem"
+                                 : "faults";
+}
+
+/* "mutex", "rw", "sem": driver.log's CASE line. */
+static inline const char *fw_kind_name(int kind)
+{
+    return kind == FW_KIND_RW ? "rw" : kind == FW_KIND_SEM ? "sem" : "mutex";
+}
+
 /* Fault requests a worker thread acts on from inside a section. */
 enum {
     FW_REQ_NONE = 0,
@@ -47,10 +83,12 @@ enum {
 };
 
 struct fw_key {
-    uint64_t max_fence; /* highest fence seen (read or write) */
-    uint64_t max_sid;   /* the section that brought it */
-    int64_t value;      /* the counter the sections increment */
-    uint64_t writes;    /* accepted writes */
+    uint64_t max_fence;  /* highest fence seen (read or write, any role) */
+    uint64_t max_sid;    /* the section that brought it */
+    uint64_t wmax_fence; /* highest fence of an exclusive section (a mutex
+                            holder or a writer): what readers must exceed */
+    int64_t value;       /* the counter the sections increment */
+    uint64_t writes;     /* accepted writes */
 };
 
 struct fw_shared {
@@ -58,6 +96,7 @@ struct fw_shared {
     int32_t mode;        /* FW_GUARDED / FW_UNGUARDED */
     int32_t fence_check; /* 0: the store accepts anything (self-test) */
     int32_t nkeys;
+    int32_t kind;       /* FW_KIND_* */
     pthread_mutex_t mu; /* the store's; robust and process-shared */
     /* Control block; atomics (GCC builtins) from every process. */
     int32_t stop;       /* 1: workers finish their section and exit */
@@ -70,7 +109,7 @@ struct fw_shared {
 
 /* Create (driver) or map (worker) the shared file; NULL on error (printed). */
 struct fw_shared *fw_shared_create(const char *path, int nkeys, int mode,
-                                   int fence_check);
+                                   int kind, int fence_check);
 struct fw_shared *fw_shared_open(const char *path);
 
 /* Store operations; log_fd gets one "W key fence sid value" line per
@@ -78,6 +117,11 @@ struct fw_shared *fw_shared_open(const char *path);
  * processes are in the store's order. */
 int fw_store_read(struct fw_shared *s, int key, uint64_t fence, uint64_t sid,
                   int64_t *value);
+/* A reader's read: refused only if an exclusive section with a higher (or
+ * the same) fence has touched the key; raises the bar for writers, not for
+ * other readers. */
+int fw_store_read_shared(struct fw_shared *s, int key, uint64_t fence,
+                         uint64_t sid, int64_t *value);
 int fw_store_write(struct fw_shared *s, int key, uint64_t fence, uint64_t sid,
                    int64_t value, int log_fd);
 

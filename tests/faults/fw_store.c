@@ -18,7 +18,7 @@ static struct fw_shared *map_file(int fd)
 }
 
 struct fw_shared *fw_shared_create(const char *path, int nkeys, int mode,
-                                   int fence_check)
+                                   int kind, int fence_check)
 {
     struct fw_shared *s = NULL;
     pthread_mutexattr_t ma;
@@ -33,6 +33,7 @@ struct fw_shared *fw_shared_create(const char *path, int nkeys, int mode,
     s->mode = mode;
     s->fence_check = fence_check;
     s->nkeys = nkeys;
+    s->kind = kind;
     pthread_mutexattr_init(&ma);
     pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
     /* A worker SIGKILLed inside the store must not wedge every other
@@ -94,6 +95,28 @@ int fw_store_read(struct fw_shared *s, int key, uint64_t fence, uint64_t sid,
          * must not write back what it read. */
         k->max_fence = fence;
         k->max_sid = sid;
+        k->wmax_fence = fence;
+        *value = k->value;
+        rc = FW_ACCEPTED;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+int fw_store_read_shared(struct fw_shared *s, int key, uint64_t fence,
+                         uint64_t sid, int64_t *value)
+{
+    struct fw_key *k = &s->keys[key];
+    int rc = FW_REJECTED;
+
+    store_lock(s);
+    if (!s->fence_check || fence > k->wmax_fence) {
+        /* Readers do not refuse each other, whatever their order: only a
+         * writer must come after every fence seen. */
+        if (fence > k->max_fence) {
+            k->max_fence = fence;
+            k->max_sid = sid;
+        }
         *value = k->value;
         rc = FW_ACCEPTED;
     }
@@ -112,6 +135,7 @@ int fw_store_write(struct fw_shared *s, int key, uint64_t fence, uint64_t sid,
     if (fence_ok(s, k, fence, sid)) {
         k->max_fence = fence;
         k->max_sid = sid;
+        k->wmax_fence = fence;
         k->value = value;
         k->writes++;
         int n = snprintf(line, sizeof line,

@@ -2,9 +2,13 @@
  * lw_faults_worker SHARED_FILE RUN_DIR THREADS
  *
  * One worker process of a fault run, started by the driver with
- * LOCKWEAVE_REDIS_URL set.  THREADS threads call the section on random keys
+ * LOCKWEAVE_REDIS_URL set.  THREADS threads call the section of the run's
+ * lock kind (the shared file says which: a mutex; a read/write lock, writer
+ * one call in three, reader otherwise; a semaphore of 2) on random keys
  * until the driver sets stop, writing one record file per thread in RUN_DIR:
- *   B sid key fence start_ns          the body began (written by the body)
+ *   B sid key fence start_ns role     the body began (written by the body);
+ *                                     role: x mutex, w writer, r reader,
+ *                                     s semaphore holder
  *   e sid end_ns read write           the body finished (written by the body)
  *   E sid end_ns rc still_held read write
  *                                     the call returned after the body ran:
@@ -36,9 +40,24 @@ static int open_append(const char *path)
     return fd;
 }
 
+/* Which section this call runs: the kind's, a writer one time in 3 under a
+ * read/write lock. */
+static int pick_role(struct fw_thread *t)
+{
+    switch (shared->kind) {
+    case FW_KIND_RW:
+        return fw_rand(t) % 3 == 0 ? FW_ROLE_WRITER : FW_ROLE_READER;
+    case FW_KIND_SEM:
+        return FW_ROLE_PERMIT;
+    default:
+        return FW_ROLE_MUTEX;
+    }
+}
+
 static void run_one(struct fw_thread *t)
 {
     int key = (int)(fw_rand(t) % (uint64_t)shared->nkeys);
+    int role = pick_role(t);
     char line[160];
     int rc, n;
 
@@ -48,10 +67,23 @@ static void run_one(struct fw_thread *t)
     if (shared->mode == FW_UNGUARDED) {
         uint64_t f =
             __atomic_add_fetch(&shared->fence_seq, 1, __ATOMIC_SEQ_CST);
-        fw_section_body(t, key, f, 0);
+        fw_section_body(t, key, f, 0, role);
         rc = LW_OK;
     } else {
-        fw_guarded_section(key, t);
+        switch (role) {
+        case FW_ROLE_WRITER:
+            fw_write_section(key, t);
+            break;
+        case FW_ROLE_READER:
+            fw_read_section(key, t);
+            break;
+        case FW_ROLE_PERMIT:
+            fw_sem_section(key, t);
+            break;
+        default:
+            fw_guarded_section(key, t);
+            break;
+        }
         rc = lw_last_error();
     }
     if (t->entered)

@@ -21,13 +21,21 @@ struct fw_thread {
     int64_t end_ns; /* when the body finished */
 };
 
-/* The section itself: read the key's counter from the store, do some
- * "work", write it back plus one, both with `fence`; logs its start. */
-int fw_section_body(struct fw_thread *t, int key, uint64_t fence, int guarded);
+/* The section itself, by role (FW_ROLE_*): an exclusive one (mutex holder,
+ * writer) reads the key's counter from the store, does some "work", writes
+ * it back plus one, both with `fence`; a reader reads, works, reads again; a
+ * semaphore's holder only works.  Logs its start and end. */
+int fw_section_body(struct fw_thread *t, int key, uint64_t fence, int guarded,
+                    int role);
 
-/* The same body behind REDIS_LOCK("faults:{key}", ...): fw_section.c, woven
- * by lockweave_generate().  Returns -1 (on_fail) when the body did not run. */
+/* The same body behind REDIS_LOCK: fw_section.c, woven by
+ * lockweave_generate().  Each returns -1 (on_fail) when the body did not
+ * run.  Mutex "faults:{key}"; read/write lock "faults-rw:{key}" (mode =
+ * write, mode = read); semaphore "faults-sem:{key}" (permits = 2). */
 int fw_guarded_section(int key, struct fw_thread *t);
+int fw_write_section(int key, struct fw_thread *t);
+int fw_read_section(int key, struct fw_thread *t);
+int fw_sem_section(int key, struct fw_thread *t);
 
 uint64_t fw_rand(struct fw_thread *t);
 

@@ -34,8 +34,10 @@ command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 if [[ ! -f $build/CMakeCache.txt ]]; then
   cmake -S "$root" -B "$build" "${generator[@]}" -DLW_WERROR=ON >/dev/null
 fi
-cmake --build "$build" --target lw_faults lw_faults_check lw_faults_worker >/dev/null
+cmake --build "$build" --target lw_faults lw_faults_check lw_faults_worker \
+  lockweave-ctl >/dev/null
 bin=$build/tests/faults
+ctl=$build/tools/ctl/lockweave-ctl
 ((${#cases[@]})) || mapfile -t cases < <("$bin/lw_faults" --list)
 
 nfault=0
@@ -56,7 +58,7 @@ for c in "${cases[@]}"; do
   [[ $c == selftest-* ]] && s=6
   echo "== $c (${s} s)"
   if ! "$bin/lw_faults" --case "$c" --seconds "$s" --out "$out/$c" \
-      --results "$results"; then
+      --ctl "$ctl" --results "$results"; then
     failed+=("$c")
   fi
 done
