@@ -216,7 +216,9 @@ LW_API void lw_set_logger(lw_log_fn fn, void *ud, int min_level);
 /* Why a lease was lost, as a lost handler is told. */
 enum {
     LW_LOST_GONE = 1,     /* the key expired, was evicted or is another's */
-    LW_LOST_NO_REPLY = 2, /* Redis answered no renewal before the lease ended */
+    LW_LOST_NO_REPLY = 2, /* Redis did not answer in time to say it was
+                             held: no renewal before the lease ended, or
+                             no answer to the release */
     LW_LOST_RENEWALS = 3, /* max_renew renewals used up and the lease ended */
     LW_LOST_NOMEM = 4,    /* the watchdog ran out of memory to keep it */
 };
@@ -319,9 +321,12 @@ LW_API int lw_guard_enter(lw_guard *g);
 /* Release: stop renewal, compare-and-delete our token, wake a waiter (less
  * than hold_at_least_ms after acquisition: set the key's TTL to the rest of
  * it instead; the outermost guard's options apply to a re-entered key).
- * Returns and records in lw_last_error() LW_OK or LW_ELOST (the lease was
- * lost while held).  A release Redis could not confirm is logged, not an
- * error: the lease then ends by its TTL. */
+ * Returns and records in lw_last_error() LW_OK only when Redis confirmed the
+ * key still held our token as the section ended (a release sent again after
+ * its reply was cut off: found our token, or the receipt of a hand-off);
+ * LW_ELOST when it did not (lost, removed, or no answer: the key then ends
+ * by its TTL).  A re-entered guard's leave reports what is known then: the
+ * outermost one's answers for the whole section. */
 LW_API int lw_guard_leave(lw_guard *g);
 
 /* Enter n guards (initialised, keys appended) as one lock: in the order of
