@@ -1,5 +1,6 @@
 /* The logging hook: one sink for the whole process, stderr by default, level
- * from $LOCKWEAVE_LOG so operators can turn on debug without a rebuild. */
+ * from $LOCKWEAVE_LOG so operators can turn on debug without a rebuild; and
+ * what a line must not carry (control bytes, lock tokens). */
 #include "base/log.h"
 
 #include <lockweave.h>
@@ -79,6 +80,24 @@ static void escape(const char *msg, char *out, size_t cap)
             out[n++] = 'x';
             out[n++] = hex[*p >> 4];
             out[n++] = hex[*p & 15];
+        }
+    }
+    out[n] = '\0';
+}
+
+void lw__log_mask_tokens(const char *s, char *out, size_t cap)
+{
+    size_t n = 0;
+
+    while (*s && n + 8 < cap) {
+        size_t run = strspn(s, "0123456789abcdefABCDEF");
+        if (run >= 16) {
+            memcpy(out + n, s, 4);
+            memcpy(out + n + 4, "...", 3);
+            n += 7;
+            s += run;
+        } else {
+            out[n++] = *s++;
         }
     }
     out[n] = '\0';

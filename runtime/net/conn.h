@@ -12,6 +12,10 @@
  * One Redis connection, used by one thread at a time.  Every guarded thread
  * has its own (lw__conn_thread()), so no hiredis context is ever shared
  * mid-command; the watchdog owns its own.
+ *
+ * Made in net/: conn.c (a connection's life, its I/O and failures), open.c
+ * (lw__conn_ensure()), threadconn.c (lw__conn_thread()), exchange.c (a
+ * request's round trip), reply.c (replies, error replies).
  */
 struct lw_conn {
     redisContext *ctx;         /* the socket, hiredis's reply reader, errstr */
@@ -63,11 +67,23 @@ void lw__conn_drop(struct lw_conn *c);
  * cannot see it. */
 int lw__conn_read_ready(struct lw_conn *c, void **r);
 
-/* Close after a failure noticed by a caller that drives c->ctx itself
- * (Redlock's parallel round trips): logged and counted like conn.c's own
- * failures, and the next lw__conn_ensure() fails fast with rc until the
- * reconnect backoff ends. */
+/* Close after a failure, net/'s own or one noticed by a caller that drives
+ * c->ctx itself (Redlock's parallel round trips): logged and counted, and
+ * the next lw__conn_ensure() fails fast with rc until the reconnect backoff
+ * ends. */
 void lw__conn_fail(struct lw_conn *c, int rc, const char *what);
+
+/* For net/'s own files. */
+struct lw_settings;
+/* Where c connects to under s: its url, or s's first endpoint. */
+const struct lw_url *lw__conn_url(const struct lw_conn *c,
+                                  const struct lw_settings *s);
+/* The next reply on c, waiting up to the command timeout: redisGetReply()
+ * for a plain socket; over TLS, hiredis's reader is fed from the session.
+ * REDIS_OK or REDIS_ERR (c->ctx->errstr set), as redisGetReply(). */
+int lw__conn_reply(struct lw_conn *c, void **r);
+/* What c's last I/O error was, for a log line (until c is dropped). */
+const char *lw__conn_io_error(const struct lw_conn *c);
 
 /* One plain command of a pipeline. */
 struct lw_cmd {
@@ -136,8 +152,8 @@ int lw__conn_run(struct lw_conn *c, const struct lw_request *q,
  * hands the reply to
  * lw__conn_noscript() or, when the connection broke, calls
  * lw__conn_broke().  Either may ask for the request to be started again
- * (x->again); both keep conn.c's replay and NOSCRIPT rules.  Zero x before
- * the first start.
+ * (x->again); both keep lw__conn_run()'s replay and NOSCRIPT rules.  Zero
+ * x before the first start.
  */
 struct lw_exchange {
     int eval;        /* the server said NOSCRIPT: send the script's text */

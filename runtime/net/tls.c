@@ -199,7 +199,7 @@ static int drive(struct lw_tls *t, int (*call)(struct lw_tls *, void *),
                         deadline_ms)) {
         case 0: {
             char why[64];
-            /* conn.c's io_error() words EAGAIN as its command timeout. */
+            /* lw__conn_io_error() words EAGAIN as the command timeout. */
             snprintf(why, sizeof why, "TLS %s timed out", op);
             return fail(t, LW_EREDIS,
                         strcmp(op, "read") == 0 ? strerror(EAGAIN) : why);
@@ -375,7 +375,7 @@ long lw__tls_read(struct lw_tls *t, char *buf, size_t cap, int timeout_ms)
 
     /* Waiting for a reply with nothing buffered in the session: block in
      * recv() itself, bounded by the socket's receive timeout (the command
-     * timeout, which conn.c sets), as a plain connection's read() does:
+     * timeout, which open.c sets), as a plain connection's read() does:
      * one system call per reply, not a recv() that finds nothing, a poll()
      * and another recv().  Otherwise SSL_read() comes first and poll() only
      * when it wants more: bytes the session holds are never left waiting

@@ -1,0 +1,34 @@
+/* Each thread's connection to the configured endpoint, kept in its
+ * struct lw_thread and freed when the thread exits: no hiredis context is
+ * ever shared between threads mid-command. */
+#include "net/conn.h"
+
+#include <lockweave.h>
+
+#include "base/thread.h"
+
+static void conn_free_any(void *p)
+{
+    lw__conn_free(p);
+}
+
+int lw__conn_thread(struct lw_conn **out)
+{
+    struct lw_conn *c = lw__thread()->res[LW_RES_CONN];
+
+    if (c == NULL) {
+        if ((c = lw__conn_new()) == NULL)
+            return LW_ENOMEM;
+        lw__thread_keep(LW_RES_CONN, c, conn_free_any);
+    }
+    *out = c;
+    return lw__conn_ensure(c);
+}
+
+void lw__conn_thread_drop(void)
+{
+    struct lw_conn *c = lw__thread()->res[LW_RES_CONN];
+
+    if (c != NULL)
+        lw__conn_drop(c);
+}
