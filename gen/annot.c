@@ -318,17 +318,241 @@ static long long whole_number(const char *val, long long max)
     return v;
 }
 
-enum {
-    OPT_MAX_RENEW,
-    OPT_ON_FAIL,
-    OPT_SKIP_IF,
-    OPT_HOLD,
-    OPT_PERMITS,
-    OPT_MODE,
-    NOPTS
+/* ---- the options ------------------------------------------------------ */
+
+/* A semaphore's permits are alike: a shared holder has no meaning there. */
+static void check_permits(const lw_annot *a, size_t off)
+{
+    if (a->opts.read)
+        diag(LW_DIAG_ERROR, a->src, off,
+             "permits cannot be given with mode = read: a semaphore's "
+             "holders are all alike");
+}
+
+/* The hold is kept by the key's TTL: it cannot outlast the lease.  (An
+ * expire time of 0 is an error of its own.) */
+static void check_hold(const lw_annot *a, size_t off)
+{
+    if (a->opts.hold_ms > a->expire_ms && a->expire_ms > 0)
+        diag(LW_DIAG_ERROR, a->src, off,
+             "hold_at_least (%u ms) is longer than the expire time (%u ms): "
+             "the key cannot stay locked past its lease",
+             (unsigned)a->opts.hold_ms, (unsigned)a->expire_ms);
+}
+
+static const lw_optword modes[] = {
+    {"read", 1, "LW_LOCK_READ"}, {"write", 0, NULL}, {NULL, 0, NULL}};
+
+const lw_option lw_options[] = {
+    {.name = "max_renew",
+     .kind = LW_OPT_INT,
+     .field = offsetof(lw_lockopts, max_renew),
+     .def = -1,
+     .range = {0, INT32_MAX},
+     .woven = {"max_renew", NULL}},
+    {.name = "on_fail",
+     .kind = LW_OPT_EXPR,
+     .field = offsetof(lw_func, on_fail),
+     .needs_result = 1},
+    {.name = "skip_if",
+     .kind = LW_OPT_EXPR,
+     .field = offsetof(lw_func, skip_if)},
+    {.name = "hold_at_least",
+     .kind = LW_OPT_DURATION,
+     .field = offsetof(lw_lockopts, hold_ms),
+     .check = check_hold,
+     .woven = {"hold_at_least_ms", "u"}},
+    {.name = "permits",
+     .kind = LW_OPT_INT,
+     .field = offsetof(lw_lockopts, permits),
+     .range = {1, LW_PERMITS_MAX},
+     .check = check_permits,
+     .woven = {"permits", "u"}},
+    {.name = "mode",
+     .kind = LW_OPT_WORD,
+     .field = offsetof(lw_lockopts, read),
+     .words = modes,
+     .woven = {"flags", NULL}},
+    {.name = NULL},
 };
-static const char *const option_names[NOPTS] = {
-    "max_renew", "on_fail", "skip_if", "hold_at_least", "permits", "mode"};
+
+_Static_assert(sizeof lw_options / sizeof *lw_options - 1 <= LW_OPTIONS_MAX,
+               "more options than LW_OPTIONS_MAX");
+
+static void lockopt_set(lw_lockopts *v, const lw_option *o, int64_t x)
+{
+    *(int64_t *)((char *)v + o->field) = x;
+}
+
+size_t annot_option_off(const lw_annot *a, int k)
+{
+    return a->given[k] >= 0 ? annot_arg_off(a, a->given[k]) : a->at;
+}
+
+/* Option o's value val, written as argument i: a duration. */
+static void parse_ms(lw_annot *a, int i, const lw_option *o, const char *val)
+{
+    uint32_t ms;
+    if (parse_duration(a, i, o->name, val, strlen(val), o->range.min == 0,
+                       &ms) == 0)
+        lockopt_set(&a->opts, o, ms);
+}
+
+/* Option o's value val, written as argument i: a whole number. */
+static void parse_int(lw_annot *a, int i, const lw_option *o, const char *val)
+{
+    long long v = whole_number(val, o->range.max);
+    if (v >= o->range.min)
+        lockopt_set(&a->opts, o, v);
+    else if (o->range.max == INT32_MAX)
+        diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, i),
+             "%s must be a whole number >= %lld, not '%s'", o->name,
+             (long long)o->range.min, val);
+    else
+        diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, i),
+             "%s must be a whole number from %lld to %lld, not '%s'", o->name,
+             (long long)o->range.min, (long long)o->range.max, val);
+}
+
+/* Option o's value val, written as argument i: one of its words. */
+static void parse_word(lw_annot *a, int i, const lw_option *o, const char *val)
+{
+    const lw_optword *w = o->words;
+    while (w->word && strcmp(val, w->word) != 0)
+        w++;
+    if (w->word) {
+        lockopt_set(&a->opts, o, w->value);
+        return;
+    }
+    lw_buf list = {0};
+    for (w = o->words; w->word; w++) {
+        if (w != o->words)
+            buf_puts(&list, w[1].word ? ", " : " or ");
+        buf_puts(&list, w->word);
+    }
+    diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, i), "%s must be %s, not '%s'",
+         o->name, list.p, val);
+    buf_free(&list);
+}
+
+/* The value v[0..len) of option k of lw_options, written as argument i. */
+static void parse_value(lw_annot *a, int i, int k, const char *v, size_t len)
+{
+    const lw_option *o = &lw_options[k];
+    char *val = xstrndup(v, len);
+    switch (o->kind) {
+    case LW_OPT_DURATION:
+        parse_ms(a, i, o, val);
+        break;
+    case LW_OPT_INT:
+        parse_int(a, i, o, val);
+        break;
+    case LW_OPT_WORD:
+        parse_word(a, i, o, val);
+        break;
+    case LW_OPT_EXPR:
+        a->expr[k] = val; /* the compiler reads it, in the wrapper */
+        return;
+    }
+    free(val);
+}
+
+/* The index in lw_options of the option named name[0..len), or -1. */
+static int find_option(const char *name, size_t len)
+{
+    for (int k = 0; lw_options[k].name; k++)
+        if (strlen(lw_options[k].name) == len &&
+            memcmp(lw_options[k].name, name, len) == 0)
+            return k;
+    return -1;
+}
+
+static void report_unknown(const lw_annot *a, int i, const char *name,
+                           size_t len)
+{
+    lw_buf known = {0};
+    for (int k = 0; lw_options[k].name; k++)
+        buf_printf(&known, "%s%s", k ? ", " : "", lw_options[k].name);
+    diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, i),
+         "unknown REDIS_LOCK option '%.*s' (known: %s)", (int)len, name,
+         known.p);
+    buf_free(&known);
+}
+
+/* o[0..len) as "name = value": the length of the name and where the value
+ * starts (len: none), or -1. */
+static int split_option(const char *o, size_t len, size_t *nlen, size_t *vb)
+{
+    size_t n = 0;
+    while (n < len && (isalnum((unsigned char)o[n]) || o[n] == '_'))
+        n++;
+    size_t eq = n;
+    while (eq < len && is_space(o[eq]))
+        eq++;
+    if (n == 0 || eq >= len || o[eq] != '=' ||
+        (eq + 1 < len && o[eq + 1] == '='))
+        return -1;
+    size_t v = eq + 1;
+    while (v < len && is_space(o[v]))
+        v++;
+    *nlen = n;
+    *vb = v;
+    return 0;
+}
+
+/* Argument i, o[0..len): an option, given once, with a value. */
+static void parse_option(lw_annot *a, int i, const char *o, size_t len)
+{
+    size_t nlen, vb;
+    if (split_option(o, len, &nlen, &vb) != 0) {
+        diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, i),
+             "expected 'option = value' after the wait time, not '%.*s'",
+             (int)len, o);
+        return;
+    }
+    int k = find_option(o, nlen);
+    if (k < 0) {
+        report_unknown(a, i, o, nlen);
+        return;
+    }
+    if (a->given[k] >= 0) {
+        diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, i),
+             "option '%s' given twice", lw_options[k].name);
+        diag(LW_DIAG_NOTE, a->src, annot_option_off(a, k), "first given here");
+        return;
+    }
+    a->given[k] = i;
+    if (vb >= len) {
+        diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, i),
+             "option '%s' needs a value", lw_options[k].name);
+        return;
+    }
+    parse_value(a, i, k, o + vb, len - vb);
+}
+
+/* The checks that need all nargs arguments read, in the order the options
+ * are written. */
+static void check_options(const lw_annot *a, int nargs)
+{
+    for (int i = 3; i < nargs; i++)
+        for (int k = 0; lw_options[k].name; k++)
+            if (a->given[k] == i && lw_options[k].check)
+                lw_options[k].check(a, annot_arg_off(a, i));
+}
+
+static void parse_key(lw_annot *a, const char *s, span sp)
+{
+    lw_buf key = {0};
+    if (decode_strings(s, sp.b, sp.e, &key, NULL) != 0) {
+        diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, 0),
+             "the lock key must be a string literal, not '%.*s'",
+             (int)(sp.e - sp.b), s + sp.b);
+    } else {
+        a->keylen = key.len;
+        a->key = buf_take(&key);
+    }
+    buf_free(&key);
+}
 
 int annot_parse(lw_annot *a)
 {
@@ -336,9 +560,12 @@ int annot_parse(lw_annot *a)
     size_t n = strlen(s);
     span sp[MAXARGS];
     int errs = diag_errors();
-    int seen[NOPTS] = {-1, -1, -1, -1, -1, -1};
 
-    a->max_renew = -1;
+    for (int k = 0; lw_options[k].name; k++) {
+        a->given[k] = -1;
+        if (lw_options[k].kind != LW_OPT_EXPR)
+            lockopt_set(&a->opts, &lw_options[k], lw_options[k].def);
+    }
     int cnt = split_args(s, n, 0, 0, sp, MAXARGS, NULL);
     if (cnt < 0) {
         diag(LW_DIAG_ERROR, a->src, a->at,
@@ -352,117 +579,14 @@ int annot_parse(lw_annot *a)
              "REDIS_LOCK(\"key:{param}\", 10s, 5s)");
         return -1;
     }
-
-    lw_buf key = {0};
-    if (decode_strings(s, sp[0].b, sp[0].e, &key, NULL) != 0) {
-        diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, 0),
-             "the lock key must be a string literal, not '%.*s'",
-             (int)(sp[0].e - sp[0].b), s + sp[0].b);
-    } else {
-        a->keylen = key.len;
-        a->key = buf_take(&key);
-    }
-    buf_free(&key);
-
+    parse_key(a, s, sp[0]);
     parse_duration(a, 1, "expire time", s + sp[1].b, sp[1].e - sp[1].b, 0,
                    &a->expire_ms);
     parse_duration(a, 2, "wait time", s + sp[2].b, sp[2].e - sp[2].b, 1,
                    &a->wait_ms);
-
-    for (int i = 3; i < cnt; i++) {
-        const char *o = s + sp[i].b;
-        size_t olen = sp[i].e - sp[i].b;
-        size_t nlen = 0;
-        while (nlen < olen &&
-               (isalnum((unsigned char)o[nlen]) || o[nlen] == '_'))
-            nlen++;
-        size_t eq = nlen;
-        while (eq < olen && is_space(o[eq]))
-            eq++;
-        if (nlen == 0 || eq >= olen || o[eq] != '=' ||
-            (eq + 1 < olen && o[eq + 1] == '=')) {
-            diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, i),
-                 "expected 'option = value' after the wait time, not '%.*s'",
-                 (int)olen, o);
-            continue;
-        }
-        size_t vb = eq + 1;
-        while (vb < olen && is_space(o[vb]))
-            vb++;
-        int which = -1;
-        for (int k = 0; k < NOPTS; k++)
-            if (strlen(option_names[k]) == nlen &&
-                memcmp(option_names[k], o, nlen) == 0)
-                which = k;
-        if (which < 0) {
-            diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, i),
-                 "unknown REDIS_LOCK option '%.*s' (known: max_renew, on_fail, "
-                 "skip_if, hold_at_least, permits, mode)",
-                 (int)nlen, o);
-            continue;
-        }
-        if (seen[which] >= 0) {
-            diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, i),
-                 "option '%s' given twice", option_names[which]);
-            diag(LW_DIAG_NOTE, a->src, annot_arg_off(a, seen[which]),
-                 "first given here");
-            continue;
-        }
-        seen[which] = i;
-        if (vb >= olen) {
-            diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, i),
-                 "option '%s' needs a value", option_names[which]);
-            continue;
-        }
-        if (which == OPT_HOLD) {
-            parse_duration(a, i, "hold_at_least", o + vb, olen - vb, 1,
-                           &a->hold_ms);
-            continue;
-        }
-        char *val = xstrndup(o + vb, olen - vb);
-        if (which == OPT_MAX_RENEW) {
-            long long v = whole_number(val, INT32_MAX);
-            if (v < 0)
-                diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, i),
-                     "max_renew must be a whole number >= 0, not '%s'", val);
-            else
-                a->max_renew = (int32_t)v;
-            free(val);
-        } else if (which == OPT_MODE) {
-            if (strcmp(val, "read") == 0 || strcmp(val, "write") == 0)
-                a->read = val[0] == 'r';
-            else
-                diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, i),
-                     "mode must be read or write, not '%s'", val);
-            free(val);
-        } else if (which == OPT_PERMITS) {
-            long long v = whole_number(val, LW_PERMITS_MAX);
-            if (v < 1)
-                diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, i),
-                     "permits must be a whole number from 1 to %d, not '%s'",
-                     LW_PERMITS_MAX, val);
-            else
-                a->permits = (uint32_t)v;
-            free(val);
-        } else if (which == OPT_ON_FAIL) {
-            a->on_fail = val;
-            a->on_fail_off = annot_arg_off(a, i);
-            a->has_on_fail = 1;
-        } else {
-            a->skip_if = val;
-            a->skip_if_off = annot_arg_off(a, i);
-        }
-    }
-    if (a->read && seen[OPT_PERMITS] >= 0)
-        diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, seen[OPT_PERMITS]),
-             "permits cannot be given with mode = read: a semaphore's "
-             "holders are all alike");
-    /* The hold is kept by the key's TTL: it cannot outlast the lease. */
-    if (seen[OPT_HOLD] >= 0 && a->hold_ms > a->expire_ms && a->expire_ms > 0)
-        diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, seen[OPT_HOLD]),
-             "hold_at_least (%u ms) is longer than the expire time (%u ms): "
-             "the key cannot stay locked past its lease",
-             (unsigned)a->hold_ms, (unsigned)a->expire_ms);
+    for (int i = 3; i < cnt; i++)
+        parse_option(a, i, s + sp[i].b, sp[i].e - sp[i].b);
+    check_options(a, cnt);
     return diag_errors() == errs ? 0 : -1;
 }
 
@@ -471,7 +595,7 @@ void annot_free(lw_annot *a)
     free(a->text);
     free(a->keymap);
     free(a->key);
-    free(a->on_fail);
-    free(a->skip_if);
+    for (int k = 0; k < LW_OPTIONS_MAX; k++)
+        free(a->expr[k]);
     memset(a, 0, sizeof *a);
 }

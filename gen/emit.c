@@ -181,6 +181,33 @@ static void guard_name(lw_buf *b, const lw_func *f, const char *base, int i)
         buf_printf(b, "%s%d", base, i);
 }
 
+/* The C constant of word option o's value x. */
+static const char *word_c(const lw_option *o, int64_t x)
+{
+    const lw_optword *w = o->words;
+    while (w->value != x)
+        w++;
+    return w->c ? w->c : "0";
+}
+
+/* The lock options of an lw_lock_opts initializer, as lw_options says. */
+static void put_lock_options(lw_buf *b, const lw_lockopts *v)
+{
+    for (const lw_option *o = lw_options; o->name; o++) {
+        if (o->kind == LW_OPT_EXPR)
+            continue; /* the wrapper's code, not the lock's */
+        int64_t x = lockopt_get(v, o);
+        if (x == 0 && o->def == 0)
+            continue;
+        buf_printf(b, ", .%s = ", o->woven.field);
+        if (o->kind == LW_OPT_WORD)
+            buf_puts(b, word_c(o, x));
+        else
+            buf_printf(b, "%lld%s", (long long)x,
+                       o->woven.suffix ? o->woven.suffix : "");
+    }
+}
+
 /* The wrapper up to the body's call: options, guards, keys, skip_if, and
  * the acquisition, returning retstmt when it fails.  Several locks are
  * entered as one (lw_guard_enter_all: sorted by key, all or none). */
@@ -196,14 +223,9 @@ static void put_locks(lw_buf *wr, const lw_func *f, const char *retstmt)
         buf_printf(wr, "    %sconst lw_lock_opts ",
                    (!f->internal && f->is_inline) ? "" : "static ");
         guard_name(wr, f, "lw__o", i);
-        buf_printf(wr, " = {.expire_ms = %uu, .wait_ms = %uu, .max_renew = %d",
-                   l->expire_ms, l->wait_ms, (int)l->max_renew);
-        if (l->hold_ms)
-            buf_printf(wr, ", .hold_at_least_ms = %uu", l->hold_ms);
-        if (l->permits)
-            buf_printf(wr, ", .permits = %uu", l->permits);
-        if (l->read)
-            buf_puts(wr, ", .flags = LW_LOCK_READ");
+        buf_printf(wr, " = {.expire_ms = %uu, .wait_ms = %uu", l->expire_ms,
+                   l->wait_ms);
+        put_lock_options(wr, &l->opts);
         buf_puts(wr, "};\n");
     }
     buf_puts(wr, "    lw_guard ");

@@ -60,90 +60,95 @@ static int is_plain_char(enum CXTypeKind k)
     return k == CXType_Char_S || k == CXType_Char_U;
 }
 
-/* The part for one placeholder: expression `expr` of type t. */
-static int add_value(const lw_annot *a, size_t off, const char *path,
-                     const char *expr, CXType t, lw_key *out)
+static int is_array(enum CXTypeKind k)
+{
+    return k == CXType_ConstantArray || k == CXType_IncompleteArray;
+}
+
+/* The integer types, and how a key prints each: as the signed or the
+ * unsigned 64-bit value. */
+static const struct {
+    enum CXTypeKind type;
+    enum lw_keykind part;
+} integers[] = {
+    {CXType_Bool, LW_KEY_I64},     {CXType_Char_S, LW_KEY_I64},
+    {CXType_SChar, LW_KEY_I64},    {CXType_Short, LW_KEY_I64},
+    {CXType_Int, LW_KEY_I64},      {CXType_Long, LW_KEY_I64},
+    {CXType_LongLong, LW_KEY_I64}, {CXType_Enum, LW_KEY_I64},
+    {CXType_Char_U, LW_KEY_U64},   {CXType_UChar, LW_KEY_U64},
+    {CXType_UShort, LW_KEY_U64},   {CXType_UInt, LW_KEY_U64},
+    {CXType_ULong, LW_KEY_U64},    {CXType_ULongLong, LW_KEY_U64},
+};
+
+/* The part a value of canonical type c makes in a key, or -1: none. */
+static int key_kind(CXType c)
+{
+    for (size_t i = 0; i < sizeof integers / sizeof *integers; i++)
+        if (integers[i].type == c.kind)
+            return integers[i].part;
+    CXType e;
+    if (c.kind == CXType_Pointer)
+        e = clang_getPointeeType(c);
+    else if (is_array(c.kind))
+        e = clang_getArrayElementType(c);
+    else
+        return -1;
+    /* A char pointer or array: the string. */
+    return is_plain_char(clang_getCanonicalType(e).kind) ? LW_KEY_STR : -1;
+}
+
+static int is_floating(enum CXTypeKind k)
+{
+    return k == CXType_Float || k == CXType_Double || k == CXType_LongDouble ||
+           k == CXType_Float128 || k == CXType_Half || k == CXType_Float16;
+}
+
+/* Why '{path}', of type t, cannot be printed in a key: reported at off. */
+static void report_unprintable(const lw_annot *a, size_t off, const char *path,
+                               CXType t)
 {
     CXType c = clang_getCanonicalType(t);
     char *tn = type_name(t);
-    int rc = -1;
-    switch (c.kind) {
-    case CXType_Bool:
-    case CXType_Char_S:
-    case CXType_SChar:
-    case CXType_Short:
-    case CXType_Int:
-    case CXType_Long:
-    case CXType_LongLong:
-    case CXType_Enum:
-        key_push(out, LW_KEY_I64, expr, strlen(expr));
-        rc = 0;
-        break;
-    case CXType_Char_U:
-    case CXType_UChar:
-    case CXType_UShort:
-    case CXType_UInt:
-    case CXType_ULong:
-    case CXType_ULongLong:
-        key_push(out, LW_KEY_U64, expr, strlen(expr));
-        rc = 0;
-        break;
-    case CXType_Pointer: {
-        CXType p = clang_getCanonicalType(clang_getPointeeType(c));
-        if (is_plain_char(p.kind)) {
-            key_push(out, LW_KEY_STR, expr, strlen(expr));
-            rc = 0;
-        } else if (p.kind == CXType_Record)
-            diag(LW_DIAG_ERROR, a->src, off,
-                 "'{%s}' is a pointer to a struct ('%s'): name a field, as in "
-                 "'{%s->field}'",
-                 path, tn, path);
-        else
-            diag(LW_DIAG_ERROR, a->src, off,
-                 "'{%s}' has type '%s', which cannot be printed in a lock key "
-                 "(integers, enums, bool and char strings can)",
-                 path, tn);
-        break;
-    }
-    case CXType_ConstantArray:
-    case CXType_IncompleteArray: {
-        CXType e = clang_getCanonicalType(clang_getArrayElementType(c));
-        if (is_plain_char(e.kind)) {
-            key_push(out, LW_KEY_STR, expr, strlen(expr));
-            rc = 0;
-        } else
-            diag(LW_DIAG_ERROR, a->src, off,
-                 "'{%s}' is an array of type '%s': only char arrays can be "
-                 "printed in a lock key",
-                 path, tn);
-        break;
-    }
-    case CXType_Float:
-    case CXType_Double:
-    case CXType_LongDouble:
-    case CXType_Float128:
-    case CXType_Half:
-    case CXType_Float16:
+    if (c.kind == CXType_Pointer &&
+        clang_getCanonicalType(clang_getPointeeType(c)).kind == CXType_Record)
+        diag(LW_DIAG_ERROR, a->src, off,
+             "'{%s}' is a pointer to a struct ('%s'): name a field, as in "
+             "'{%s->field}'",
+             path, tn, path);
+    else if (is_array(c.kind))
+        diag(LW_DIAG_ERROR, a->src, off,
+             "'{%s}' is an array of type '%s': only char arrays can be "
+             "printed in a lock key",
+             path, tn);
+    else if (is_floating(c.kind))
         diag(LW_DIAG_ERROR, a->src, off,
              "'{%s}' is floating point ('%s'): its text is not a stable lock "
              "key; convert it to an integer parameter",
              path, tn);
-        break;
-    case CXType_Record:
+    else if (c.kind == CXType_Record)
         diag(LW_DIAG_ERROR, a->src, off,
              "'{%s}' is a struct or union ('%s') and cannot be printed: name "
              "a field, as in '{%s.field}'",
              path, tn, path);
-        break;
-    default:
+    else
         diag(LW_DIAG_ERROR, a->src, off,
              "'{%s}' has type '%s', which cannot be printed in a lock key "
              "(integers, enums, bool and char strings can)",
              path, tn);
-        break;
-    }
     free(tn);
-    return rc;
+}
+
+/* The part for one placeholder: expression `expr` of type t. */
+static int add_value(const lw_annot *a, size_t off, const char *path,
+                     const char *expr, CXType t, lw_key *out)
+{
+    int kind = key_kind(clang_getCanonicalType(t));
+    if (kind < 0) {
+        report_unprintable(a, off, path, t);
+        return -1;
+    }
+    key_push(out, (enum lw_keykind)kind, expr, strlen(expr));
+    return 0;
 }
 
 /* One placeholder body p[0..n): name(.field|->field)*. */

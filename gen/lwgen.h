@@ -4,7 +4,8 @@
  *
  *   buf.c         growable byte buffer, file read / write-if-changed
  *   diag.c        compiler-style diagnostics with source line and caret
- *   annot.c       the REDIS_LOCK argument grammar (key, durations, options)
+ *   annot.c       the REDIS_LOCK argument grammar (key, durations), and the
+ *                 option table: each option's grammar, checks and weaving
  *   decl.c        C declarators from libclang types
  *   keytmpl.c     key template -> key parts, checked against parameter types
  *   scan.c        the libclang parse and AST walk: every check, one lw_func
@@ -80,6 +81,10 @@ unsigned src_line(const lw_src *src, size_t off);
 
 #define LW_ANNOT_PREFIX "lockweave:REDIS_LOCK:"
 
+/* The most options lw_options (below) may list: lw_annot has a slot for
+ * each. */
+#define LW_OPTIONS_MAX 16
+
 typedef struct lw_annot {
     char *text;        /* the expanded argument text */
     const lw_src *src; /* file holding the REDIS_LOCK token */
@@ -99,20 +104,75 @@ typedef struct lw_annot {
     char *key;
     size_t keylen;
     uint32_t expire_ms, wait_ms;
-    int32_t max_renew;
-    uint32_t hold_ms; /* hold_at_least; 0: none */
-    uint32_t permits; /* a semaphore's; 0: a mutex */
-    int read;         /* mode = read */
-    char *on_fail, *skip_if;
-    size_t on_fail_off, skip_if_off; /* where they are written, in src */
-    int has_on_fail;
+    lw_lockopts opts; /* the lock options: as given, else their defaults */
+    /* By index in lw_options: the argument giving each option (-1: not
+     * given), and the text of an LW_OPT_EXPR's (NULL: not given). */
+    int given[LW_OPTIONS_MAX];
+    char *expr[LW_OPTIONS_MAX];
 } lw_annot;
+
+/* How an option's value is written, and what it sets. */
+enum lw_optkind {
+    LW_OPT_DURATION, /* as expire: 500ms, 10s, 2m, 1h; a lock option, in ms */
+    LW_OPT_INT,      /* a whole number from min to max: a lock option */
+    LW_OPT_WORD,     /* one of words: a lock option, that word's value */
+    LW_OPT_EXPR      /* a C expression, parameters in scope: the function's,
+                      * and what the wrapper does with it is emit.c's */
+};
+
+/* A word an LW_OPT_WORD option may be. */
+typedef struct lw_optword {
+    const char *word;
+    int64_t value; /* what the lw_lockopts field holds for it */
+    const char *c; /* that value in lw_lock_opts, as C (NULL: its zero) */
+} lw_optword;
+
+/* One REDIS_LOCK option, all the generator knows of it: adding one is an
+ * entry in lw_options (annot.c) and its field, in lw_lockopts for a lock
+ * option or an lw_expr in lw_func for a C expression. */
+typedef struct lw_option {
+    const char *name;
+    enum lw_optkind kind;
+    size_t field; /* its offset in lw_lockopts, or in lw_func (LW_OPT_EXPR) */
+    int64_t def;  /* a lock option's value when not given */
+    /* The bounds of its grammar.  LW_OPT_INT: from min to max, where a max
+     * of INT32_MAX (the limit of lw_lock_opts's int32_t) reads as no bound.
+     * LW_OPT_DURATION: min 1 refuses 0. */
+    struct {
+        int64_t min, max;
+    } range;
+    const lw_optword *words; /* LW_OPT_WORD: ended by a NULL word */
+    /* A check that needs every argument read (a combination with another
+     * option, or with the expire time), run when the option is given;
+     * off: where it is written. */
+    void (*check)(const lw_annot *a, size_t off);
+    int needs_result; /* LW_OPT_EXPR: refused on a function returning void */
+    /* How a lock option is woven into the wrapper's lw_lock_opts
+     * initializer: ", .<field> = <value>", a number followed by suffix
+     * ("u" for an unsigned field; NULL: none).  It is left out while it
+     * holds 0 and 0 is its default: the initializer gives 0 anyway. */
+    struct {
+        const char *field, *suffix;
+    } woven;
+} lw_option;
+
+/* The options, ended by an entry with a NULL name, in the order messages
+ * list them and the wrapper's lw_lock_opts initializers write them. */
+extern const lw_option lw_options[];
+
+/* The value of lock option o in v. */
+static inline int64_t lockopt_get(const lw_lockopts *v, const lw_option *o)
+{
+    return *(const int64_t *)((const char *)v + o->field);
+}
 
 /* Parse a->text (set text/src/at first).  Reports problems through diag();
  * returns 0 when the annotation is usable. */
 int annot_parse(lw_annot *a);
 /* Offset in a->src for expanded argument i (fallback: a->at). */
 size_t annot_arg_off(const lw_annot *a, int i);
+/* Offset in a->src for option k of lw_options (fallback: a->at). */
+size_t annot_option_off(const lw_annot *a, int k);
 /* Offset in a->src for key byte i (fallback: the key argument). */
 size_t annot_key_off(const lw_annot *a, size_t i);
 void annot_free(lw_annot *a);

@@ -53,15 +53,23 @@ typedef struct lw_expr {
  * the body does not run (without on_fail: 0, or (T){0} for a struct). */
 enum lw_ret { LW_RET_VOID, LW_RET_SCALAR, LW_RET_RECORD };
 
+/* The options of one REDIS_LOCK that its lw_lock_opts carries: a field
+ * for each of those entries of the option table (lw_options, in annot.c),
+ * which says how the option is written, checked and woven.  One type for
+ * all, so the table can reach each field by its offset. */
+typedef struct lw_lockopts {
+    int64_t max_renew; /* < 0: unlimited */
+    int64_t hold_ms;   /* hold_at_least; 0: none */
+    int64_t permits;   /* a semaphore's; 0: a mutex */
+    int64_t read;      /* mode = read */
+} lw_lockopts;
+
 /* One REDIS_LOCK of the function: a key and its options. */
 typedef struct lw_lockspec {
     char *annot; /* its arguments, expanded: the wrapper's comment */
     lw_key key;
     uint32_t expire_ms, wait_ms;
-    int32_t max_renew;
-    uint32_t hold_ms;
-    uint32_t permits;
-    int read; /* mode = read */
+    lw_lockopts opts;
 } lw_lockspec;
 
 /* One annotated definition of the file being woven. */
@@ -93,8 +101,9 @@ typedef struct lw_func {
                        * LW_RET_RECORD without on_fail; else NULL */
 
     /* The annotations: one lock each (several: all held, taken in the
-     * order of their keys at run time), and the function's on_fail and
-     * skip_if, from whichever annotation gives them. */
+     * order of their keys at run time), and the function's C expression
+     * options, from whichever annotation gives each: a field for each
+     * LW_OPT_EXPR entry of the option table. */
     lw_lockspec *locks;
     int nlocks;
     lw_expr on_fail, skip_if;

@@ -118,6 +118,12 @@ typedef struct fn_attrs {
     const lw_src *src[LW_ATTRS_MAX];
     int n;
     int bad_param; /* REDIS_LOCK on a parameter was reported */
+    /* On a definition: each one's spelling, whether it is written on the
+     * definition itself (else inherited from a declaration), and the first
+     * that is (-1: none). */
+    char *text[LW_ATTRS_MAX];
+    int own[LW_ATTRS_MAX];
+    int first_own;
 } fn_attrs;
 
 static enum CXChildVisitResult attrs_visit(CXCursor c, CXCursor parent,
@@ -189,35 +195,101 @@ static int written_at(const lw_src *src, size_t off, const char *name)
     return !ident_char(after);
 }
 
-typedef struct full_find {
-    CXString usr;
-    CXFile file;
-    unsigned off;
-    int found, def;
-} full_find;
+/* Called on each declaration of a function, with where it is (macro
+ * expansions: where invoked); nonzero stops the search. */
+typedef int (*decl_fn)(CXCursor decl, CXFile file, unsigned off, void *ud);
 
-static enum CXChildVisitResult full_visit(CXCursor c, CXCursor parent,
+typedef struct decl_search {
+    CXString usr; /* the function's, which any parse of the file agrees on */
+    decl_fn fn;
+    void *ud;
+    int stopped;
+} decl_search;
+
+static enum CXChildVisitResult decl_visit(CXCursor c, CXCursor parent,
                                           CXClientData d)
 {
     (void)parent;
-    full_find *ff = d;
+    decl_search *ds = d;
     enum CXCursorKind k = clang_getCursorKind(c);
     if (k == CXCursor_LinkageSpec)
         return CXChildVisit_Recurse;
     if (k != CXCursor_FunctionDecl)
         return CXChildVisit_Continue;
+    CXString usr = clang_getCursorUSR(c);
+    int same = strcmp(clang_getCString(usr), clang_getCString(ds->usr)) == 0;
+    clang_disposeString(usr);
+    if (!same)
+        return CXChildVisit_Continue;
     CXFile f;
     unsigned off;
     clang_getExpansionLocation(clang_getCursorLocation(c), &f, NULL, NULL,
                                &off);
-    CXString usr = clang_getCursorUSR(c);
-    if (off == ff->off && f && ff->file && clang_File_isEqual(f, ff->file) &&
-        strcmp(clang_getCString(usr), clang_getCString(ff->usr)) == 0) {
-        ff->found = 1;
-        ff->def |= clang_isCursorDefinition(c);
+    ds->stopped = ds->fn(c, f, off, ds->ud);
+    return ds->stopped ? CXChildVisit_Break : CXChildVisit_Continue;
+}
+
+/* Call fn on each declaration in tu of the function c declares (c may come
+ * from another parse of the file) until it returns nonzero; whether it
+ * did. */
+static int each_declaration(CXTranslationUnit tu, CXCursor c, decl_fn fn,
+                            void *ud)
+{
+    decl_search ds = {clang_getCursorUSR(c), fn, ud, 0};
+    clang_visitChildren(clang_getTranslationUnitCursor(tu), decl_visit, &ds);
+    clang_disposeString(ds.usr);
+    return ds.stopped;
+}
+
+/* A declaration at a place: whether one is there, and a definition. */
+typedef struct decl_at {
+    CXFile file;
+    unsigned off;
+    int found, def;
+} decl_at;
+
+static int note_decl_at(CXCursor decl, CXFile file, unsigned off, void *ud)
+{
+    decl_at *da = ud;
+    if (off == da->off && file && da->file &&
+        clang_File_isEqual(file, da->file)) {
+        da->found = 1;
+        da->def |= clang_isCursorDefinition(decl);
     }
-    clang_disposeString(usr);
-    return CXChildVisit_Continue;
+    return 0;
+}
+
+/* The same parse with function bodies, made the first time it is needed:
+ * NULL when it fails. */
+static CXTranslationUnit full_parse(walk *w)
+{
+    if (!w->full_tried) {
+        w->full_tried = 1;
+        if (clang_parseTranslationUnit2(w->idx, w->s->input, w->args, w->nargs,
+                                        NULL, 0, CXTranslationUnit_KeepGoing,
+                                        &w->full) != CXError_Success)
+            w->full = NULL;
+    }
+    return w->full;
+}
+
+/* Whether c is a definition, as the parse with bodies has it.  A parse
+ * that fails, or a declaration it does not find, counts as a definition:
+ * the answer that is refused rather than woven. */
+static int defined_in_full(walk *w, CXCursor c)
+{
+    CXTranslationUnit full = full_parse(w);
+    if (!full)
+        return 1;
+    decl_at da = {0};
+    CXFile f;
+    clang_getExpansionLocation(clang_getCursorLocation(c), &f, NULL, NULL,
+                               &da.off);
+    CXString fname = clang_getFileName(f);
+    da.file = clang_getFile(full, clang_getCString(fname));
+    clang_disposeString(fname);
+    each_declaration(full, c, note_decl_at, &da);
+    return da.found ? da.def : 1;
 }
 
 /* Is c a definition?  With function bodies skipped (the fast parse)
@@ -225,8 +297,7 @@ static enum CXChildVisitResult full_visit(CXCursor c, CXCursor parent,
  * right after the declaration, or a ';' or ',', both where the name is
  * written in the file.  When a macro wrote the declaration, or the text
  * after it, only the compiler can tell: the file is parsed again, bodies
- * included, once.  A parse that fails counts as a definition, the answer
- * that is refused rather than woven. */
+ * included, once. */
 static int is_definition(walk *w, CXCursor c, const char *name)
 {
     size_t name_off, end;
@@ -240,37 +311,7 @@ static int is_definition(walk *w, CXCursor c, const char *name)
         if (next == ';' || next == ',')
             return 0;
     }
-    if (!w->full_tried) {
-        w->full_tried = 1;
-        if (clang_parseTranslationUnit2(w->idx, w->s->input, w->args, w->nargs,
-                                        NULL, 0, CXTranslationUnit_KeepGoing,
-                                        &w->full) != CXError_Success)
-            w->full = NULL;
-    }
-    if (!w->full)
-        return 1;
-    full_find ff = {.usr = clang_getCursorUSR(c)};
-    CXFile f;
-    unsigned off;
-    clang_getExpansionLocation(clang_getCursorLocation(c), &f, NULL, NULL,
-                               &off);
-    CXString fname = clang_getFileName(f);
-    ff.file = clang_getFile(w->full, clang_getCString(fname));
-    ff.off = off;
-    clang_disposeString(fname);
-    clang_visitChildren(clang_getTranslationUnitCursor(w->full), full_visit,
-                        &ff);
-    clang_disposeString(ff.usr);
-    return ff.found ? ff.def : 1;
-}
-
-static enum CXChildVisitResult vis_visit(CXCursor c, CXCursor parent,
-                                         CXClientData d)
-{
-    (void)parent;
-    if (clang_getCursorKind(c) == CXCursor_VisibilityAttr)
-        *(int *)d = 1;
-    return CXChildVisit_Continue;
+    return defined_in_full(w, c);
 }
 
 /* "name(int a, char *b)": a prototype for the parameters of c, to suggest
@@ -303,22 +344,19 @@ static void report_kr(const lw_src *src, size_t off, CXCursor c,
     buf_free(&hint);
 }
 
-/* A user expression of a (text, written at off of a->src) for the model,
- * which outlives the file texts the scan reads. */
-static void expr_set(lw_expr *e, const lw_annot *a, const char *text,
-                     size_t off)
+/* The field of f that C expression option o sets. */
+static lw_expr *expr_field(lw_func *f, const lw_option *o)
 {
-    if (!text)
-        return;
-    e->text = xstrdup(text);
-    e->file = xstrdup(a->src->name);
-    e->line = src_line(a->src, off);
+    return (lw_expr *)((char *)f + o->field);
 }
 
-static void expr_free(lw_expr *e)
+/* Option k of lw_options, a C expression, as annotation a gives it, for
+ * the model, which outlives the file texts the scan reads. */
+static void expr_set(lw_expr *e, const lw_annot *a, int k)
 {
-    free(e->text);
-    free(e->file);
+    e->text = xstrdup(a->expr[k]);
+    e->file = xstrdup(a->src->name);
+    e->line = src_line(a->src, annot_option_off(a, k));
 }
 
 static void func_free(lw_func *f)
@@ -338,29 +376,30 @@ static void func_free(lw_func *f)
         key_free(&f->locks[i].key);
     }
     free(f->locks);
-    expr_free(&f->on_fail);
-    expr_free(&f->skip_if);
+    for (const lw_option *o = lw_options; o->name; o++)
+        if (o->kind == LW_OPT_EXPR) {
+            free(expr_field(f, o)->text);
+            free(expr_field(f, o)->file);
+        }
 }
 
-/* The annotation of as[0..na) that gives on_fail (which 1) or skip_if
- * (which 2), or NULL; given by two of them, an error. */
-static const lw_annot *func_option(const lw_annot *as, int na, int which,
-                                   const char *name)
+/* The annotation of as[0..na) that gives option k of lw_options, a C
+ * expression, to the function name, or NULL; given by two of them, an
+ * error. */
+static const lw_annot *expr_giver(const lw_annot *as, int na, int k,
+                                  const char *name)
 {
     const lw_annot *found = NULL;
     for (int i = 0; i < na; i++) {
         const lw_annot *a = &as[i];
-        int has = which == 1 ? a->has_on_fail : a->skip_if != NULL;
-        if (!has)
+        if (!a->expr[k])
             continue;
         if (found) {
-            diag(LW_DIAG_ERROR, a->src,
-                 which == 1 ? a->on_fail_off : a->skip_if_off,
+            diag(LW_DIAG_ERROR, a->src, annot_option_off(a, k),
                  "%s given on two REDIS_LOCK annotations of '%s': give it "
                  "once, on any of them",
-                 which == 1 ? "on_fail" : "skip_if", name);
-            diag(LW_DIAG_NOTE, found->src,
-                 which == 1 ? found->on_fail_off : found->skip_if_off,
+                 lw_options[k].name, name);
+            diag(LW_DIAG_NOTE, found->src, annot_option_off(found, k),
                  "first given here");
             continue;
         }
@@ -504,13 +543,14 @@ static void check_param_names(walk *w, CXCursor def, CXType fn,
     free(rtype);
 }
 
-/* on_fail and skip_if are evaluated inside the wrapper, where a name with
- * the reserved prefix is one of the wrapper's own, not the user's. */
-static void check_expr_names(const lw_annot *a, const char *option,
-                             const char *text, size_t off)
+/* C expression options (option k of lw_options, as a gives it) are
+ * evaluated inside the wrapper, where a name with the reserved prefix is
+ * one of the wrapper's own, not the user's. */
+static void check_expr_names(const lw_annot *a, int k)
 {
+    const char *text = a->expr[k];
     size_t n;
-    for (const char *t = text, *id; t && (id = next_ident(&t, &n));) {
+    for (const char *t = text, *id; (id = next_ident(&t, &n));) {
         /* A member's name (r.lw__x, p->lw__x) is not looked up in scope. */
         const char *b = id;
         while (b > text && (b[-1] == ' ' || b[-1] == '\t' || b[-1] == '\n'))
@@ -519,13 +559,186 @@ static void check_expr_names(const lw_annot *a, const char *option,
             (b[-1] == '.' || (b[-1] == '>' && b - 1 > text && b[-2] == '-')))
             continue;
         if (is_reserved(id, n)) {
-            diag(LW_DIAG_ERROR, a->src, off,
+            diag(LW_DIAG_ERROR, a->src, annot_option_off(a, k),
                  "%s names '%.*s': names beginning with '" LW_RESERVED
                  "' are reserved for lockweave's generated code; rename it",
-                 option, (int)n, id);
+                 lw_options[k].name, (int)n, id);
             return;
         }
     }
+}
+
+/* The function type of c, unsugared where a typedef names it. */
+static CXType function_type(CXCursor c)
+{
+    CXType t = clang_getCursorType(c);
+    if (t.kind != CXType_FunctionProto && t.kind != CXType_FunctionNoProto)
+        t = clang_getCanonicalType(t);
+    return t;
+}
+
+static int param_count(CXCursor def)
+{
+    int n = clang_Cursor_getNumArguments(def);
+    return n < 0 ? 0 : n;
+}
+
+/* A signature whose arguments cannot be passed on: reported, -1. */
+static int refuse_signature(walk *w, CXCursor def, CXType fn, const lw_func *f)
+{
+    if (fn.kind == CXType_FunctionNoProto && param_count(def) > 0) {
+        report_kr(&w->s->main, f->name_off, def, f->name);
+        return -1;
+    }
+    if (fn.kind == CXType_FunctionProto && clang_isFunctionTypeVariadic(fn)) {
+        diag(LW_DIAG_ERROR, &w->s->main, f->name_off,
+             "'%s' is variadic: its arguments cannot be passed on to the "
+             "locked body (write a wrapper taking a va_list)",
+             f->name);
+        return -1;
+    }
+    return 0;
+}
+
+/* f's parameters, named as the declaration the annotation is written on
+ * (ad, when not the definition def) names them, where the definition's
+ * names differ.  Returns their types. */
+static CXType *model_params(CXCursor def, const annotated_decl *ad, lw_func *f)
+{
+    int n = param_count(def);
+    CXType *types = xmalloc(sizeof *types * (size_t)(n + 1));
+    f->params = xmalloc(sizeof *f->params * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) {
+        CXCursor p = clang_Cursor_getArgument(def, (unsigned)i);
+        lw_param *prm = &f->params[f->nparams++];
+        char *name = ad && i < ad->n && *ad->names[i] ? xstrdup(ad->names[i])
+                                                      : spelling(p);
+        types[i] = clang_getCursorType(p);
+        if (*name) {
+            prm->name = name;
+            prm->use = xstrdup(name);
+        } else {
+            free(name);
+            prm->name = NULL;
+            lw_buf t = {0};
+            buf_printf(&t, "lw__p%d", i);
+            prm->use = buf_take(&t);
+        }
+    }
+    return types;
+}
+
+/* f's locks, one per annotation of as[0..na), their keys compiled against
+ * f's parameters (types: theirs).  0, or -1 when a key is not usable. */
+static int model_locks(const lw_annot *as, int na, const CXType *types,
+                       lw_func *f)
+{
+    int rc = 0;
+    f->locks = xmalloc(sizeof *f->locks * (size_t)na);
+    memset(f->locks, 0, sizeof *f->locks * (size_t)na);
+    for (int i = 0; i < na; i++, f->nlocks++) {
+        lw_lockspec *l = &f->locks[i];
+        l->annot = xstrdup(as[i].text);
+        l->expire_ms = as[i].expire_ms;
+        l->wait_ms = as[i].wait_ms;
+        l->opts = as[i].opts;
+        if (!as[i].key || keytmpl_compile(&as[i], f->name, f->params, types,
+                                          f->nparams, &l->key) != 0)
+            rc = -1;
+    }
+    return rc;
+}
+
+/* f's C expression options, each from the annotation of as[0..na) that
+ * gives it, giver[k] for option k of lw_options (NULL: none does). */
+static void model_exprs(const lw_annot *as, int na, lw_func *f,
+                        const lw_annot **giver)
+{
+    for (int k = 0; lw_options[k].name; k++) {
+        giver[k] = lw_options[k].kind == LW_OPT_EXPR
+                       ? expr_giver(as, na, k, f->name)
+                       : NULL;
+        if (giver[k])
+            expr_set(expr_field(f, &lw_options[k]), giver[k], k);
+    }
+    for (int k = 0; lw_options[k].name; k++)
+        if (giver[k])
+            check_expr_names(giver[k], k);
+}
+
+/* The options of giver (as model_exprs() found them) that a function
+ * returning void cannot take. */
+static void check_void(const lw_func *f, const lw_annot *const *giver)
+{
+    if (f->ret != LW_RET_VOID)
+        return;
+    for (int k = 0; lw_options[k].name; k++)
+        if (giver[k] && lw_options[k].needs_result)
+            diag(LW_DIAG_ERROR, giver[k]->src, giver[k]->at,
+                 "%s given, but '%s' returns void", lw_options[k].name,
+                 f->name);
+}
+
+static enum CXChildVisitResult vis_visit(CXCursor c, CXCursor parent,
+                                         CXClientData d)
+{
+    (void)parent;
+    if (clang_getCursorKind(c) == CXCursor_VisibilityAttr)
+        *(int *)d = 1;
+    return CXChildVisit_Continue;
+}
+
+/* Linkage, inline-ness and visibility, as the definition def has them: an
+ * explicit visibility only, the default one is no attribute. */
+static void model_linkage(CXCursor def, lw_func *f)
+{
+    f->internal = clang_getCursorLinkage(def) == CXLinkage_Internal;
+    f->is_inline = clang_Cursor_isFunctionInlined(def);
+    f->is_extern = clang_Cursor_getStorageClass(def) == CX_SC_Extern;
+    int has_vis = 0;
+    clang_visitChildren(def, vis_visit, &has_vis);
+    if (!has_vis || f->internal)
+        return;
+    switch (clang_getCursorVisibility(def)) {
+    case CXVisibility_Hidden:
+        f->visibility = "hidden";
+        break;
+    case CXVisibility_Protected:
+        f->visibility = "protected";
+        break;
+    case CXVisibility_Default:
+        f->visibility = "default";
+        break;
+    default:
+        break;
+    }
+}
+
+/* The signature of f, of type fn, as text: what cannot be written back
+ * fails here, not in the emitter.  0, or -1 after reporting it. */
+static int model_signature(walk *w, CXType fn, lw_func *f)
+{
+    CXType ret = clang_getResultType(fn);
+    const char **pnames = xmalloc(sizeof *pnames * (size_t)(f->nparams + 1));
+    lw_buf ret_type = {0};
+    int rc = 0;
+    for (int i = 0; i < f->nparams; i++)
+        pnames[i] = f->params[i].use;
+    if (decl_split(&f->type, fn, NULL) != 0 ||
+        decl_split(&f->def, fn, pnames) != 0 ||
+        (f->ret != LW_RET_VOID && decl_split(&f->ret_decl, ret, NULL) != 0) ||
+        (f->ret == LW_RET_RECORD && !f->on_fail.text &&
+         decl_print(&ret_type, ret, "") != 0)) {
+        diag(LW_DIAG_ERROR, &w->s->main, f->name_off,
+             "the signature of '%s' uses a type that cannot be written again "
+             "(an unnamed struct or a variable-length array); use a typedef",
+             f->name);
+        rc = -1;
+    } else if (ret_type.p)
+        f->ret_type = buf_take(&ret_type);
+    buf_free(&ret_type);
+    free(pnames);
+    return rc;
 }
 
 /* The rest of f, whose name and place handle_function() has set: the
@@ -535,190 +748,46 @@ static void check_expr_names(const lw_annot *a, const char *option,
 static int model_func(walk *w, CXCursor def, const lw_annot *as, int na,
                       const annotated_decl *ad, lw_func *f)
 {
-    int rc = -1;
-    const char *name = f->name;
-    CXType *types = NULL;
-    const char **pnames = NULL;
-    lw_buf ret_type = {0};
-    CXType fn = clang_getCursorType(def);
-    if (fn.kind != CXType_FunctionProto && fn.kind != CXType_FunctionNoProto)
-        fn = clang_getCanonicalType(fn);
-    int nparams = clang_Cursor_getNumArguments(def);
-    if (nparams < 0)
-        nparams = 0;
-
-    if (fn.kind == CXType_FunctionNoProto && nparams > 0) {
-        report_kr(&w->s->main, f->name_off, def, name);
-        goto cleanup;
-    }
-    if (fn.kind == CXType_FunctionProto && clang_isFunctionTypeVariadic(fn)) {
-        diag(LW_DIAG_ERROR, &w->s->main, f->name_off,
-             "'%s' is variadic: its arguments cannot be passed on to the "
-             "locked body (write a wrapper taking a va_list)",
-             name);
-        goto cleanup;
-    }
-
-    /* Parameters go by the names of the declaration the annotation is
-     * written on, where the definition's differ. */
-    f->params = xmalloc(sizeof *f->params * (size_t)(nparams + 1));
-    types = xmalloc(sizeof *types * (size_t)(nparams + 1));
-    pnames = xmalloc(sizeof *pnames * (size_t)(nparams + 1));
-    for (int i = 0; i < nparams; i++) {
-        CXCursor p = clang_Cursor_getArgument(def, (unsigned)i);
-        lw_param *prm = &f->params[f->nparams++];
-        char *n = ad && i < ad->n && *ad->names[i] ? xstrdup(ad->names[i])
-                                                   : spelling(p);
-        types[i] = clang_getCursorType(p);
-        if (*n) {
-            prm->name = n;
-            prm->use = xstrdup(n);
-        } else {
-            free(n);
-            prm->name = NULL;
-            lw_buf t = {0};
-            buf_printf(&t, "lw__p%d", i);
-            prm->use = buf_take(&t);
-        }
-        pnames[i] = prm->use;
-    }
-
-    int keyok = 0, errs = diag_errors();
-    f->locks = xmalloc(sizeof *f->locks * (size_t)na);
-    memset(f->locks, 0, sizeof *f->locks * (size_t)na);
-    for (int i = 0; i < na; i++, f->nlocks++)
-        if (!as[i].key || keytmpl_compile(&as[i], name, f->params, types,
-                                          f->nparams, &f->locks[i].key) != 0)
-            keyok = -1;
-    const lw_annot *onf = func_option(as, na, 1, name);
-    const lw_annot *skip = func_option(as, na, 2, name);
-    if (onf)
-        check_expr_names(onf, "on_fail", onf->on_fail, onf->on_fail_off);
-    if (skip)
-        check_expr_names(skip, "skip_if", skip->skip_if, skip->skip_if_off);
-    check_param_names(w, def, fn, ad, f);
-    if (diag_errors() != errs)
-        keyok = -1;
-    const lw_annot *a = onf ? onf : &as[0];
-
-    CXType ret = clang_getResultType(fn);
-    enum CXTypeKind rk = clang_getCanonicalType(ret).kind;
+    CXType fn = function_type(def);
+    if (refuse_signature(w, def, fn, f) != 0)
+        return -1;
+    enum CXTypeKind rk = clang_getCanonicalType(clang_getResultType(fn)).kind;
     f->ret = rk == CXType_Void     ? LW_RET_VOID
              : rk == CXType_Record ? LW_RET_RECORD
                                    : LW_RET_SCALAR;
-    if (f->ret == LW_RET_VOID && a->has_on_fail) {
-        diag(LW_DIAG_ERROR, a->src, a->at,
-             "on_fail given, but '%s' returns void", name);
-        keyok = -1;
-    }
-    if (keyok != 0)
-        goto cleanup;
-
-    /* An explicit visibility only: the default one is no attribute. */
-    f->internal = clang_getCursorLinkage(def) == CXLinkage_Internal;
-    f->is_inline = clang_Cursor_isFunctionInlined(def);
-    f->is_extern = clang_Cursor_getStorageClass(def) == CX_SC_Extern;
-    int has_vis = 0;
-    clang_visitChildren(def, vis_visit, &has_vis);
-    if (has_vis && !f->internal) {
-        switch (clang_getCursorVisibility(def)) {
-        case CXVisibility_Hidden:
-            f->visibility = "hidden";
-            break;
-        case CXVisibility_Protected:
-            f->visibility = "protected";
-            break;
-        case CXVisibility_Default:
-            f->visibility = "default";
-            break;
-        default:
-            break;
-        }
-    }
-
-    /* The signature as text: what cannot be written back fails here, not
-     * in the emitter. */
-    if (decl_split(&f->type, fn, NULL) != 0 ||
-        decl_split(&f->def, fn, pnames) != 0 ||
-        (f->ret != LW_RET_VOID && decl_split(&f->ret_decl, ret, NULL) != 0) ||
-        (f->ret == LW_RET_RECORD && !a->has_on_fail &&
-         decl_print(&ret_type, ret, "") != 0)) {
-        diag(LW_DIAG_ERROR, &w->s->main, f->name_off,
-             "the signature of '%s' uses a type that cannot be written again "
-             "(an unnamed struct or a variable-length array); use a typedef",
-             name);
-        goto cleanup;
-    }
-    if (ret_type.p)
-        f->ret_type = buf_take(&ret_type);
-
-    for (int i = 0; i < na; i++) {
-        lw_lockspec *l = &f->locks[i];
-        l->annot = xstrdup(as[i].text);
-        l->expire_ms = as[i].expire_ms;
-        l->wait_ms = as[i].wait_ms;
-        l->max_renew = as[i].max_renew;
-        l->hold_ms = as[i].hold_ms;
-        l->permits = as[i].permits;
-        l->read = as[i].read;
-    }
-    if (onf)
-        expr_set(&f->on_fail, onf, onf->on_fail, onf->on_fail_off);
-    if (skip)
-        expr_set(&f->skip_if, skip, skip->skip_if, skip->skip_if_off);
-    rc = 0;
-cleanup:
+    int errs = diag_errors();
+    const lw_annot *giver[LW_OPTIONS_MAX];
+    CXType *types = model_params(def, ad, f);
+    int rc = model_locks(as, na, types, f);
     free(types);
-    free(pnames);
-    buf_free(&ret_type);
-    return rc;
+    model_exprs(as, na, f, giver);
+    check_param_names(w, def, fn, ad, f);
+    check_void(f, giver);
+    /* A bad key or option stops here, after all of them are reported. */
+    if (rc != 0 || diag_errors() != errs)
+        return -1;
+    model_linkage(def, f);
+    return model_signature(w, fn, f);
 }
 
-static int is_forced(const walk *w, CXFile f)
+/* Whether a declaration is in a file included before the main file's first
+ * line (-include). */
+static int in_forced_file(CXCursor decl, CXFile file, unsigned off, void *ud)
 {
-    for (int i = 0; f && i < w->nforced; i++)
-        if (clang_File_isEqual(f, w->forced[i]))
+    const walk *w = ud;
+    (void)decl;
+    (void)off;
+    for (int i = 0; file && i < w->nforced; i++)
+        if (clang_File_isEqual(file, w->forced[i]))
             return 1;
     return 0;
 }
 
-typedef struct early_find {
-    const walk *w;
-    CXString usr;
-    int found;
-} early_find;
-
-static enum CXChildVisitResult early_visit(CXCursor c, CXCursor parent,
-                                           CXClientData d)
+/* Is c's function declared in a forced include, where the woven file's
+ * #define cannot reach? */
+static int declared_early(walk *w, CXCursor c)
 {
-    (void)parent;
-    early_find *e = d;
-    enum CXCursorKind k = clang_getCursorKind(c);
-    if (k == CXCursor_LinkageSpec)
-        return CXChildVisit_Recurse;
-    if (k != CXCursor_FunctionDecl)
-        return CXChildVisit_Continue;
-    CXFile f;
-    clang_getExpansionLocation(clang_getCursorLocation(c), &f, NULL, NULL,
-                               NULL);
-    if (!is_forced(e->w, f))
-        return CXChildVisit_Continue;
-    CXString usr = clang_getCursorUSR(c);
-    e->found = strcmp(clang_getCString(usr), clang_getCString(e->usr)) == 0;
-    clang_disposeString(usr);
-    return e->found ? CXChildVisit_Break : CXChildVisit_Continue;
-}
-
-/* Is c's function declared in a file included before the main file's
- * first line (-include), where the woven file's #define cannot reach? */
-static int declared_early(const walk *w, CXCursor c)
-{
-    if (w->nforced == 0)
-        return 0;
-    early_find e = {w, clang_getCursorUSR(c), 0};
-    clang_visitChildren(clang_getTranslationUnitCursor(w->tu), early_visit, &e);
-    clang_disposeString(e.usr);
-    return e.found;
+    return w->nforced > 0 && each_declaration(w->tu, c, in_forced_file, w);
 }
 
 /* Remember a declaration c whose own REDIS_LOCK attr is at (src, off): its
@@ -786,157 +855,189 @@ static int report_conflict(const lw_src *src, size_t off,
     return 1;
 }
 
-static void handle_function(walk *w, CXCursor c)
-{
-    fn_attrs fa = {.w = w};
-    clang_visitChildren(c, attrs_visit, &fa);
-    if (fa.n == 0)
-        return;
+/* Where a function declaration is written: its name, and its extent
+ * (macro expansions: where invoked). */
+typedef struct fn_place {
+    const lw_src *nsrc, *ssrc, *esrc;
     size_t name_off, start_off, end_off;
-    const lw_src *nsrc = where(w, clang_getCursorLocation(c), &name_off);
-    CXSourceRange ext = clang_getCursorExtent(c);
-    const lw_src *ssrc = where(w, clang_getRangeStart(ext), &start_off);
-    const lw_src *esrc = where(w, clang_getRangeEnd(ext), &end_off);
-    int in_main = nsrc == &w->s->main;
+} fn_place;
 
-    char *name = spelling(c);
-    CXType ft = clang_getCursorType(c);
-    if (ft.kind != CXType_FunctionProto && ft.kind != CXType_FunctionNoProto)
-        ft = clang_getCanonicalType(ft);
-    /* A K&R definition declares its parameters after the declarator:
-     * clang gives it a prototype type, but the parameters sit past the end
-     * of the function's declarator. */
-    int kr = ft.kind == CXType_FunctionNoProto &&
-             clang_Cursor_getNumArguments(c) > 0;
-    for (int i = 0; !kr && i < clang_Cursor_getNumArguments(c); i++) {
+static fn_place place_of(walk *w, CXCursor c)
+{
+    fn_place p;
+    CXSourceRange ext = clang_getCursorExtent(c);
+    p.nsrc = where(w, clang_getCursorLocation(c), &p.name_off);
+    p.ssrc = where(w, clang_getRangeStart(ext), &p.start_off);
+    p.esrc = where(w, clang_getRangeEnd(ext), &p.end_off);
+    return p;
+}
+
+/* Whether REDIS_LOCK i of fa is written within the declaration at p. */
+static int written_within(const fn_attrs *fa, int i, const fn_place *p)
+{
+    return fa->src[i] == p->ssrc && fa->off[i] >= p->start_off &&
+           fa->off[i] <= p->end_off;
+}
+
+/* A K&R definition declares its parameters after the declarator: clang
+ * gives it a prototype type, but the parameters sit past the end of the
+ * function's declarator. */
+static int is_kr(walk *w, CXCursor c, const fn_place *p)
+{
+    int n = clang_Cursor_getNumArguments(c);
+    if (function_type(c).kind == CXType_FunctionNoProto && n > 0)
+        return 1;
+    for (int i = 0; i < n; i++) {
         size_t poff;
         const lw_src *psrc = where(
             w,
             clang_getCursorLocation(clang_Cursor_getArgument(c, (unsigned)i)),
             &poff);
-        kr = psrc == esrc && poff > end_off;
+        if (psrc == p->esrc && poff > p->end_off)
+            return 1;
     }
-    if (kr) {
-        report_kr(nsrc, name_off, c, name);
-        goto cleanup;
-    }
-    int def = is_definition(w, c, name);
-    /* A declaration: its annotation reaches the definition (clang copies
-     * it there), naming parameters as this declaration does.  One written
-     * after the definition never reaches it; clang warns and pass_diag()
-     * turns that into an error. */
-    if (!def) {
-        for (int i = 0; i < fa.n; i++)
-            if (fa.src[i] == ssrc && ssrc == esrc && fa.off[i] >= start_off &&
-                fa.off[i] <= end_off)
-                note_annotated_decl(w, c, fa.attr[i], fa.src[i], fa.off[i]);
-        goto cleanup;
-    }
+    return 0;
+}
+
+/* A declaration's annotations reach the definition (clang copies them
+ * there), naming parameters as this declaration does.  One written after
+ * the definition never reaches it; clang warns and pass_diag() turns that
+ * into an error. */
+static void note_declaration(walk *w, CXCursor c, const fn_attrs *fa,
+                             const fn_place *p)
+{
+    for (int i = 0; i < fa->n; i++)
+        if (p->ssrc == p->esrc && written_within(fa, i, p))
+            note_annotated_decl(w, c, fa->attr[i], fa->src[i], fa->off[i]);
+}
+
+/* The definition of name, whose name comes from a macro. */
+static void report_macro_name(const fn_place *p, const char *name)
+{
+    if (p->esrc && next_char(p->esrc, p->end_off) == '{')
+        diag(LW_DIAG_ERROR, p->nsrc, p->name_off,
+             "the name of '%s' comes from the macro '%s', where lockweave "
+             "cannot rename it; write the name itself in the definition",
+             name, word_at(p->nsrc, p->name_off));
+    else
+        diag(LW_DIAG_ERROR, p->nsrc, p->name_off,
+             "'%s' is defined by the macro '%s', where lockweave cannot "
+             "rename it; let the macro define a function without "
+             "REDIS_LOCK and annotate a plain function that calls it",
+             name, word_at(p->nsrc, p->name_off));
+}
+
+/* The definition of name, in a file the compile includes. */
+static void report_included(const fn_place *p, const char *name)
+{
+    const char *file = p->nsrc && p->nsrc->name ? p->nsrc->name : "a header";
+    size_t fl = strlen(file);
+    if (fl > 2 && strcmp(file + fl - 2, ".c") == 0)
+        diag(LW_DIAG_ERROR, p->nsrc, p->name_off,
+             "REDIS_LOCK on '%s', defined in a .c file that the file "
+             "being compiled #includes (a unity build?): lockweave weaves "
+             "definitions of the compiled file only; compile this file "
+             "on its own (SKIP_UNITY_BUILD_INCLUSION)",
+             name);
+    else
+        diag(LW_DIAG_ERROR, p->nsrc, p->name_off,
+             "REDIS_LOCK on '%s', which is defined in a header: lockweave "
+             "weaves definitions in the .c file being compiled only; "
+             "declare it in the header (REDIS_LOCK may stay there) and "
+             "define it, without 'static inline', in one .c file",
+             name);
+}
+
+/* Whether the definition of name at p is one lockweave cannot weave
+ * where it stands (reported). */
+static int refused(const walk *w, const fn_place *p, const char *name)
+{
     /* The definition's name must be written as such, or the weave would
      * have to rename it inside a macro. */
-    if (!written_at(nsrc, name_off, name)) {
-        if (esrc && next_char(esrc, end_off) == '{')
-            diag(LW_DIAG_ERROR, nsrc, name_off,
-                 "the name of '%s' comes from the macro '%s', where lockweave "
-                 "cannot rename it; write the name itself in the definition",
-                 name, word_at(nsrc, name_off));
-        else
-            diag(LW_DIAG_ERROR, nsrc, name_off,
-                 "'%s' is defined by the macro '%s', where lockweave cannot "
-                 "rename it; let the macro define a function without "
-                 "REDIS_LOCK and annotate a plain function that calls it",
-                 name, word_at(nsrc, name_off));
-        goto cleanup;
-    }
-    if (w->s->cxx) {
-        diag(LW_DIAG_ERROR, nsrc, name_off,
+    if (!written_at(p->nsrc, p->name_off, name))
+        report_macro_name(p, name);
+    else if (w->s->cxx)
+        diag(LW_DIAG_ERROR, p->nsrc, p->name_off,
              "REDIS_LOCK on '%s', defined in C++: lockweave weaves C "
              "functions; define it in a .c file (C++ callers reach it "
              "through an extern \"C\" declaration)",
              name);
-        goto cleanup;
-    }
-    if (!in_main) {
-        const char *file = nsrc && nsrc->name ? nsrc->name : "a header";
-        size_t fl = strlen(file);
-        if (fl > 2 && strcmp(file + fl - 2, ".c") == 0)
-            diag(LW_DIAG_ERROR, nsrc, name_off,
-                 "REDIS_LOCK on '%s', defined in a .c file that the file "
-                 "being compiled #includes (a unity build?): lockweave weaves "
-                 "definitions of the compiled file only; compile this file "
-                 "on its own (SKIP_UNITY_BUILD_INCLUSION)",
-                 name);
-        else
-            diag(LW_DIAG_ERROR, nsrc, name_off,
-                 "REDIS_LOCK on '%s', which is defined in a header: lockweave "
-                 "weaves definitions in the .c file being compiled only; "
-                 "declare it in the header (REDIS_LOCK may stay there) and "
-                 "define it, without 'static inline', in one .c file",
-                 name);
-        goto cleanup;
-    }
+    else if (p->nsrc != &w->s->main)
+        report_included(p, name);
+    else
+        return 0;
+    return 1;
+}
 
-    /* The annotations written on the definition, and those its earlier
-     * declarations carry (clang gives the definition only those it does
-     * not repeat): each a set of locks, one per distinct text.  Given on
-     * both, the two sets must be the same. */
-    char *text[LW_ATTRS_MAX];
-    int own[LW_ATTRS_MAX], conflict = 0, na = 0, ok = 1, anykey = 0;
-    lw_annot as[LW_ATTRS_MAX];
-    for (int i = 0; i < fa.n; i++) {
-        text[i] = spelling(fa.attr[i]);
-        own[i] =
-            fa.src[i] == ssrc && fa.off[i] >= start_off && fa.off[i] <= end_off;
-    }
-    int first_own = -1;
-    for (int i = 0; i < fa.n && first_own < 0; i++)
-        first_own = own[i] ? i : -1;
-    /* A lock only the definition has is reported where it is written; one
-     * only a declaration has, at the definition's first. */
-    for (int i = 0; i < fa.n && !conflict; i++) {
+/* Whether the annotations of the definition of name (fa) and of its
+ * annotated declarations differ (reported).  Clang gives the definition
+ * only those a declaration does not repeat, so, given on both, the two
+ * sets of texts must be the same.  A lock only the definition has is
+ * reported where it is written; one only a declaration has, at the
+ * definition's first. */
+static int conflicting(const walk *w, const fn_attrs *fa, const char *name)
+{
+    for (int i = 0; i < fa->n; i++) {
         const annotated_decl *any = NULL;
-        int same = !own[i];
+        int same = !fa->own[i];
         for (int d = 0; d < w->ndecls && !same; d++)
             if (strcmp(w->decls[d].func, name) == 0) {
                 any = any ? any : &w->decls[d];
-                same = strcmp(w->decls[d].text, text[i]) == 0;
+                same = strcmp(w->decls[d].text, fa->text[i]) == 0;
             }
         if (!same && any)
-            conflict = report_conflict(fa.src[i], fa.off[i], any, name);
+            return report_conflict(fa->src[i], fa->off[i], any, name);
     }
-    for (int d = 0; first_own >= 0 && d < w->ndecls && !conflict; d++) {
+    for (int d = 0; fa->first_own >= 0 && d < w->ndecls; d++) {
         const annotated_decl *ad = &w->decls[d];
         int same = 0;
         if (strcmp(ad->func, name) != 0)
             continue;
-        for (int i = 0; i < fa.n; i++)
-            same |= own[i] && strcmp(text[i], ad->text) == 0;
+        for (int i = 0; i < fa->n; i++)
+            same |= fa->own[i] && strcmp(fa->text[i], ad->text) == 0;
         if (!same)
-            conflict =
-                report_conflict(fa.src[first_own], fa.off[first_own], ad, name);
+            return report_conflict(fa->src[fa->first_own],
+                                   fa->off[fa->first_own], ad, name);
     }
-    /* The locks: the definition's, or else those it inherits; each text
-     * once. */
-    for (int i = 0; i < fa.n; i++) {
-        int dup = first_own >= 0 && !own[i];
+    return 0;
+}
+
+/* The locks of a definition (fa): its own, or else those it inherits;
+ * each text once, parsed into as.  Returns how many; *ok: all usable. */
+static int parse_locks(const fn_attrs *fa, lw_annot *as, int *ok)
+{
+    int na = 0;
+    for (int i = 0; i < fa->n; i++) {
+        int dup = fa->first_own >= 0 && !fa->own[i];
         for (int k = 0; k < i && !dup; k++)
-            dup = own[k] == own[i] && strcmp(text[k], text[i]) == 0;
+            dup = fa->own[k] == fa->own[i] &&
+                  strcmp(fa->text[k], fa->text[i]) == 0;
         if (dup)
             continue;
         memset(&as[na], 0, sizeof as[na]);
-        as[na].text = xstrdup(text[i] + sizeof LW_ANNOT_PREFIX - 1);
-        as[na].src = fa.src[i];
-        as[na].at = fa.off[i];
-        ok &= annot_parse(&as[na]) == 0;
-        anykey |= as[na].key != NULL;
+        as[na].text = xstrdup(fa->text[i] + sizeof LW_ANNOT_PREFIX - 1);
+        as[na].src = fa->src[i];
+        as[na].at = fa->off[i];
+        *ok &= annot_parse(&as[na]) == 0;
         na++;
     }
-    ok &= !conflict;
+    return na;
+}
+
+/* Model the definition c of name at p with its locks as[0..na) and, when
+ * ok (they are usable, without conflict), add it to the functions to
+ * weave. */
+static void add_func(walk *w, CXCursor c, const fn_place *p, const char *name,
+                     const lw_annot *as, int na, int ok)
+{
+    int anykey = 0;
+    for (int i = 0; i < na; i++)
+        anykey |= as[i].key != NULL;
     const annotated_decl *ad = find_annotated_decl(w, as[0].src, as[0].at);
     lw_func f = {0};
     f.name = xstrdup(name);
-    f.name_off = name_off;
-    f.insert_off = ssrc == nsrc ? start_off : name_off;
+    f.name_off = p->name_off;
+    f.insert_off = p->ssrc == p->nsrc ? p->start_off : p->name_off;
     f.rename_in_place = declared_early(w, c);
     /* A bad annotation's key is still checked, so one run reports
      * everything. */
@@ -947,11 +1048,43 @@ static void handle_function(walk *w, CXCursor c)
         s->funcs[s->nfuncs++] = f;
     } else
         func_free(&f);
+}
+
+/* The annotated definition c of name, at p, with the annotations fa. */
+static void handle_definition(walk *w, CXCursor c, fn_attrs *fa,
+                              const fn_place *p, const char *name)
+{
+    lw_annot as[LW_ATTRS_MAX];
+    fa->first_own = -1;
+    for (int i = 0; i < fa->n; i++) {
+        fa->text[i] = spelling(fa->attr[i]);
+        fa->own[i] = written_within(fa, i, p);
+        if (fa->own[i] && fa->first_own < 0)
+            fa->first_own = i;
+    }
+    int ok = !conflicting(w, fa, name);
+    int na = parse_locks(fa, as, &ok);
+    add_func(w, c, p, name, as, na, ok);
     for (int i = 0; i < na; i++)
         annot_free(&as[i]);
-    for (int i = 0; i < fa.n; i++)
-        free(text[i]);
-cleanup:
+    for (int i = 0; i < fa->n; i++)
+        free(fa->text[i]);
+}
+
+static void handle_function(walk *w, CXCursor c)
+{
+    fn_attrs fa = {.w = w};
+    clang_visitChildren(c, attrs_visit, &fa);
+    if (fa.n == 0)
+        return;
+    fn_place p = place_of(w, c);
+    char *name = spelling(c);
+    if (is_kr(w, c, &p))
+        report_kr(p.nsrc, p.name_off, c, name);
+    else if (!is_definition(w, c, name))
+        note_declaration(w, c, &fa, &p);
+    else if (!refused(w, &p, name))
+        handle_definition(w, c, &fa, &p, name);
     free(name);
 }
 

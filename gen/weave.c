@@ -116,65 +116,57 @@ static size_t count_lines(const lw_buf *b)
     return lines;
 }
 
-void weave(const lw_scan *s, const char *output_abs, lw_buf *out)
+/* The edits that make f, woven as v, the body of its wrapper in the
+ * original text t[0..n), and the lines the woven file starts with for it
+ * (out). */
+static void edit_func(edits *e, lw_buf *out, const char *t, size_t n,
+                      const lw_func *f, const lw_woven *v)
+{
+    if (f->rename_in_place) {
+        size_t ins = f->insert_off <= f->name_off ? f->insert_off : f->name_off;
+        add(e, ins, 0, EDIT_INLINE, v->protos);
+        add(e, f->name_off, strlen(f->name), EDIT_REPLACE, v->body_name);
+        return;
+    }
+    /* From here on the name is the wrapper's; the wrapper keeps the
+     * function's symbol. */
+    if (!f->internal)
+        buf_printf(out, "#pragma redefine_extname %s %s\n", v->wrapper_name,
+                   f->name);
+    buf_printf(out, "#define %s %s\n", f->name, v->wrapper_name);
+    /* The declarations go on lines of their own before the definition's
+     * first line, unless code that is not the definition's shares that
+     * line. */
+    size_t ins = line_start(t, f->insert_off);
+    for (size_t k = ins; k < f->insert_off; k++)
+        if (t[k] != ' ' && t[k] != '\t')
+            ins = f->insert_off;
+    add(e, ins, 0, EDIT_LINES, v->protos);
+    size_t eol = f->name_off;
+    while (eol < n && t[eol] != '\n')
+        eol++;
+    rename_others(e, t, ins, eol, f->name, f->name_off, v->wrapper_name);
+    lw_buf def = {0};
+    buf_printf(&def, "#define %s %s\n", f->name, v->wrapper_name);
+    add(e, eol < n ? eol + 1 : n, 0, EDIT_LINES, def.p);
+    e->v[e->n - 1].owned = buf_take(&def);
+}
+
+/* The main file with the edits e (sorted) made. */
+static void put_edited(lw_buf *out, const lw_scan *s, const edits *e)
 {
     const char *t = s->main.text;
     size_t n = s->main.len, at = 0;
-    edits e = {0};
-    lw_woven *wv = xmalloc(sizeof *wv * (size_t)(s->nfuncs + 1));
-
-    put_banner(out, s->input, "");
-    buf_puts(out, "#define LW__MODE " LW_MODE_WOVEN "\n");
-    for (int i = 0; i < s->nfuncs; i++) {
-        const lw_func *f = &s->funcs[i];
-        emit_func(f, &wv[i]);
-        const lw_woven *v = &wv[i];
-        if (f->rename_in_place) {
-            size_t ins =
-                f->insert_off <= f->name_off ? f->insert_off : f->name_off;
-            add(&e, ins, 0, EDIT_INLINE, v->protos);
-            add(&e, f->name_off, strlen(f->name), EDIT_REPLACE, v->body_name);
-            continue;
-        }
-        /* From here on the name is the wrapper's; the wrapper keeps the
-         * function's symbol. */
-        if (!f->internal)
-            buf_printf(out, "#pragma redefine_extname %s %s\n", v->wrapper_name,
-                       f->name);
-        buf_printf(out, "#define %s %s\n", f->name, v->wrapper_name);
-        /* The declarations go on lines of their own before the
-         * definition's first line, unless code that is not the
-         * definition's shares that line. */
-        size_t ins = line_start(t, f->insert_off);
-        for (size_t k = ins; k < f->insert_off; k++)
-            if (t[k] != ' ' && t[k] != '\t')
-                ins = f->insert_off;
-        add(&e, ins, 0, EDIT_LINES, v->protos);
-        size_t eol = f->name_off;
-        while (eol < n && t[eol] != '\n')
-            eol++;
-        rename_others(&e, t, ins, eol, f->name, f->name_off, v->wrapper_name);
-        lw_buf def = {0};
-        buf_printf(&def, "#define %s %s\n", f->name, v->wrapper_name);
-        add(&e, eol < n ? eol + 1 : n, 0, EDIT_LINES, def.p);
-        e.v[e.n - 1].owned = buf_take(&def);
-    }
-    qsort(e.v, (size_t)e.n, sizeof *e.v, by_pos);
     buf_puts(out, "#line 1 ");
     put_line_path(out, s->line_name);
     buf_putc(out, '\n');
-
-    for (int i = 0; i < e.n; i++) {
-        const edit *d = &e.v[i];
+    for (int i = 0; i < e->n; i++) {
+        const edit *d = &e->v[i];
         buf_put(out, t + at, d->pos - at);
         at = d->pos;
-        if (d->kind == EDIT_INLINE) {
+        if (d->kind != EDIT_LINES) {
             buf_puts(out, d->text);
-            continue;
-        }
-        if (d->kind == EDIT_REPLACE) {
-            buf_puts(out, d->text);
-            at = d->pos + d->len;
+            at += d->len;
             continue;
         }
         /* Whole lines, then the numbering back; in the middle of a line,
@@ -192,7 +184,20 @@ void weave(const lw_scan *s, const char *output_abs, lw_buf *out)
     buf_put(out, t + at, n - at);
     if (out->len && out->p[out->len - 1] != '\n')
         buf_putc(out, '\n');
+}
 
+static int by_name_off(const void *x, const void *y)
+{
+    const lw_func *a = *(const lw_func *const *)x;
+    const lw_func *b = *(const lw_func *const *)y;
+    return a->name_off < b->name_off ? -1 : a->name_off > b->name_off;
+}
+
+/* The wrappers wv of s's functions, in the order of the file, after the
+ * #include they need. */
+static void put_wrappers(lw_buf *out, const lw_scan *s, const lw_woven *wv,
+                         const char *output_abs)
+{
     buf_printf(out, "#line %zu ", count_lines(out) + 2);
     put_line_path(out, output_abs);
     buf_putc(out, '\n');
@@ -214,16 +219,26 @@ void weave(const lw_scan *s, const char *output_abs, lw_buf *out)
     const lw_func **order = xmalloc(sizeof *order * (size_t)(s->nfuncs + 1));
     for (int i = 0; i < s->nfuncs; i++)
         order[i] = &s->funcs[i];
-    for (int i = 1; i < s->nfuncs; i++) /* in the order of the file */
-        for (int k = i; k > 0 && order[k - 1]->name_off > order[k]->name_off;
-             k--) {
-            const lw_func *x = order[k];
-            order[k] = order[k - 1];
-            order[k - 1] = x;
-        }
+    qsort(order, (size_t)s->nfuncs, sizeof *order, by_name_off);
     for (int i = 0; i < s->nfuncs; i++)
         put_wrapper(out, wv[order[i] - s->funcs].wrapper, output_abs, &lines);
     free(order);
+}
+
+void weave(const lw_scan *s, const char *output_abs, lw_buf *out)
+{
+    edits e = {0};
+    lw_woven *wv = xmalloc(sizeof *wv * (size_t)(s->nfuncs + 1));
+
+    put_banner(out, s->input, "");
+    buf_puts(out, "#define LW__MODE " LW_MODE_WOVEN "\n");
+    for (int i = 0; i < s->nfuncs; i++) {
+        emit_func(&s->funcs[i], &wv[i]);
+        edit_func(&e, out, s->main.text, s->main.len, &s->funcs[i], &wv[i]);
+    }
+    qsort(e.v, (size_t)e.n, sizeof *e.v, by_pos);
+    put_edited(out, s, &e);
+    put_wrappers(out, s, wv, output_abs);
     for (int i = 0; i < e.n; i++)
         free(e.v[i].owned);
     free(e.v);
