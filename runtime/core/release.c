@@ -128,6 +128,97 @@ static int hold_script(const struct lw_lease *l, int64_t hold_ms,
     return rc;
 }
 
+/* Send script (KEYS then ARGV in argv) to the node of argv[0]'s slot: LW_OK
+ * with *r its integer reply (the caller frees it), LW_R_SPLIT (flags
+ * LW_REQ_SPLIT_OK), or an error with *r NULL. */
+static int send_int(const struct lw_settings *s, struct lw_script *script,
+                    int nkeys, int nargs, const char *const *argv,
+                    const size_t *lens, int flags, int64_t deadline_us,
+                    redisReply **r, int *replayed)
+{
+    struct lw_target to;
+    int rep = 0, rc = lw__target_for(&to, s, argv[0], lens[0]);
+
+    *r = NULL;
+    if (rc == LW_OK)
+        rc = lw__send(&to,
+                      &(struct lw_request){.script = script,
+                                           .nkeys = nkeys,
+                                           .nargs = nargs,
+                                           .argv = argv,
+                                           .lens = lens,
+                                           .flags = flags},
+                      deadline_us, r, &rep);
+    *replayed |= rep;
+    if (rc == LW_OK && (*r)->type != REDIS_REPLY_INTEGER) {
+        freeReplyObject(*r);
+        rc = LW_EREDIS;
+    }
+    if (rc != LW_OK)
+        *r = NULL;
+    return rc;
+}
+
+/* A read lock's key alone (rw_mark_lua): does it hold the readers' mark,
+ * kept at least ms longer ("0": only look), or freed ("free")? */
+static int reader_mark(const struct lw_lease *l, const struct lw_names *n,
+                       const char *ms, int64_t deadline_us, redisReply **r,
+                       int *replayed)
+{
+    const char *argv[] = {l->key, n->readers, ms};
+    size_t lens[] = {l->keylen, n->readerslen, strlen(ms)};
+
+    return send_int(l->cfg, &lw__script_rw_mark, 1, 2, argv, lens, 0,
+                    deadline_us, r, replayed);
+}
+
+/*
+ * A read lock given back (ms "0") or kept ms longer, when a slot migration
+ * keeps its keys from one script: the queue is missing (nobody waits), or
+ * the keys lie on two nodes.  Nobody is told; waiters find the lock free at
+ * their next poll.  The set and the lock key together when Redis lets them
+ * be; else one at a time: the key first, then our entry in the set.  If the
+ * key holds the readers' mark and our entry is still in the set after that,
+ * the mark is the one we were admitted under (a new mark empties the set),
+ * so the lock was ours after the section.  Then, if ours was the last entry,
+ * the key is freed.  *r as the release script's (1, 2 or 0).
+ */
+static int reader_split(const struct lw_lease *l, const struct lw_names *n,
+                        const char *ms, int64_t deadline_us, redisReply **r,
+                        int *replayed)
+{
+    const struct lw_settings *s = l->cfg;
+    size_t toklen = (size_t)l->toklen, mslen = strlen(ms);
+    const char *both[] = {n->readers, l->key, l->token, n->alive, ms};
+    size_t both_lens[] = {n->readerslen, l->keylen, toklen, n->alivelen, mslen};
+    const char *set[] = {n->readers, l->token, n->alive, ms};
+    size_t set_lens[] = {n->readerslen, toklen, n->alivelen, mslen};
+    redisReply *freed;
+    int rc;
+
+    rc = send_int(s, &lw__script_rw_leave, 2, 3, both, both_lens,
+                  LW_REQ_SPLIT_OK, deadline_us, r, replayed);
+    if (rc != LW_R_SPLIT)
+        return rc;
+    rc = reader_mark(l, n, ms, deadline_us, r, replayed);
+    if (rc != LW_OK || (*r)->integer != 1)
+        return rc; /* 0: the key was gone, or another owner's */
+    freeReplyObject(*r);
+    rc = send_int(s, &lw__script_rw_leave, 1, 3, set, set_lens, 0, deadline_us,
+                  r, replayed);
+    if (rc != LW_OK || (*r)->integer != 3)
+        return rc;
+    (*r)->integer = 1; /* released, as the last reader: free the key */
+    if (reader_mark(l, n, "free", deadline_us, &freed, replayed) == LW_OK)
+        freeReplyObject(freed);
+    else
+        lw__log(LW_LOG_WARN,
+                "lock %.*s: released, but its key could not be freed; it "
+                "ends by its TTL",
+                (int)l->keylen, l->key);
+    return LW_OK;
+}
+
 /* A semaphore's permit or a read lock: given back (hold_ms 0, the next
  * waiter told) or kept hold_ms longer (the rest of a minimum hold). */
 static int shared_release(const struct lw_lease *l, const struct lw_names *n,
@@ -138,10 +229,9 @@ static int shared_release(const struct lw_lease *l, const struct lw_names *n,
     char handoff[LW_FMT_U64_MAX], receipt[LW_FMT_U64_MAX], hold[LW_FMT_U64_MAX];
     const char *argv[10];
     size_t lens[10];
-    int nargs = 0, nkeys;
-    struct lw_target to;
-    int rc;
+    int nargs = 0, nkeys, rc;
 
+    *replayed = 0;
     lw__fmt_dec(handoff, (uint64_t)s->handoff_ms);
     lw__fmt_dec(receipt, receipt_ms(s));
     lw__fmt_dec(hold, (uint64_t)hold_ms);
@@ -159,18 +249,25 @@ static int shared_release(const struct lw_lease *l, const struct lw_names *n,
     ARG(receipt, strlen(receipt));
     ARG(hold, strlen(hold));
 #undef ARG
-    rc = lw__target_for(&to, s, l->key, l->keylen);
-    if (rc == LW_OK)
-        rc = lw__send(
-            &to,
-            &(struct lw_request){.script = l->reader ? &lw__script_rw_release
-                                                     : &lw__script_sem_release,
-                                 .nkeys = nkeys,
-                                 .nargs = nargs - nkeys,
-                                 .argv = argv,
-                                 .lens = lens},
-            deadline_us, r, replayed);
-    return rc;
+    /* Until the migration of its slot ends, Redis refuses a script whose
+     * keys do not all exist on one node (the queue, most often, exists
+     * nowhere), which may outlast the lease: fewer keys instead. */
+    rc = send_int(
+        s, l->reader ? &lw__script_rw_release : &lw__script_sem_release, nkeys,
+        nargs - nkeys, argv, lens, LW_REQ_SPLIT_OK, deadline_us, r, replayed);
+    if (rc != LW_R_SPLIT)
+        return rc;
+    if (l->reader)
+        return reader_split(l, n, hold, deadline_us, r, replayed);
+    /* A semaphore: its key alone is always on one node. */
+    argv[1] = l->token;
+    lens[1] = (size_t)l->toklen;
+    argv[2] = n->alive;
+    lens[2] = n->alivelen;
+    argv[3] = hold;
+    lens[3] = strlen(hold);
+    return send_int(s, &lw__script_sem_leave, 1, 3, argv, lens, 0, deadline_us,
+                    r, replayed);
 }
 
 int lw__queue_release_script(const struct lw_lease *l, const struct lw_names *n,

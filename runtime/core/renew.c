@@ -73,14 +73,44 @@ static void renew_group(struct lw_lease *const *v, const int *pos, int m,
     freeReplyObject(r);
 }
 
+/* A script about one lease (KEYS then ARGV in argv), to the node of
+ * argv[0]'s slot: LW_OK with *v its integer reply, LW_R_SPLIT (flags
+ * LW_REQ_SPLIT_OK), or LW_EREDIS when no usable answer came. */
+static int renew_one(const struct lw_lease *l, struct lw_script *script,
+                     int nkeys, int nargs, const char *const *argv,
+                     const size_t *lens, int flags, long long *v)
+{
+    struct lw_target to;
+    redisReply *r = NULL;
+    int replayed, rc;
+
+    rc = lw__target_for(&to, l->cfg, argv[0], lens[0]);
+    if (rc == LW_OK)
+        rc = lw__send(&to,
+                      &(struct lw_request){.script = script,
+                                           .nkeys = nkeys,
+                                           .nargs = nargs,
+                                           .argv = argv,
+                                           .lens = lens,
+                                           .flags = flags},
+                      lw__now_us() + RENEW_TRY_MS * 1000, &r, &replayed);
+    if (rc == LW_R_SPLIT)
+        return rc;
+    if (rc != LW_OK)
+        return LW_EREDIS;
+    rc = r->type == REDIS_REPLY_INTEGER ? LW_OK : LW_EREDIS;
+    *v = r->integer;
+    freeReplyObject(r);
+    return rc;
+}
+
 /* A read lock, alone: its readers' set is a second key.  LW_OK, LW_ELOST,
  * or LW_EREDIS when no usable answer came. */
 static int renew_reader(const struct lw_lease *l)
 {
     struct lw_names n;
-    struct lw_target to;
-    redisReply *r = NULL;
-    int replayed, rc;
+    long long v = 0;
+    int rc;
 
     rc = lw__names_init(&n, l->key, l->keylen, l->prefix_len,
                         l->cfg->ep.topology == LW_TOPO_CLUSTER);
@@ -89,23 +119,27 @@ static int renew_reader(const struct lw_lease *l)
     const char *argv[] = {l->key, n.readers, l->token, l->expire_str};
     size_t lens[] = {l->keylen, n.readerslen, (size_t)l->toklen,
                      (size_t)l->expire_len};
-    rc = lw__target_for(&to, l->cfg, l->key, l->keylen);
-    if (rc == LW_OK)
-        rc = lw__send(&to,
-                      &(struct lw_request){.script = &lw__script_rw_renew,
-                                           .nkeys = 2,
-                                           .nargs = 2,
-                                           .argv = argv,
-                                           .lens = lens},
-                      lw__now_us() + RENEW_TRY_MS * 1000, &r, &replayed);
+    rc = renew_one(l, &lw__script_rw_renew, 2, 2, argv, lens, LW_REQ_SPLIT_OK,
+                   &v);
+    if (rc == LW_R_SPLIT) {
+        /* A slot migration has put the key and the set on two nodes, until
+         * it moves the other one too, which may outlast the lease: one at
+         * a time, the key first.  If it holds the readers' mark and our
+         * entry is still in the set after that, the mark is the one we
+         * were admitted under (a new mark empties the set). */
+        const char *key[] = {l->key, n.readers, l->expire_str};
+        size_t key_lens[] = {l->keylen, n.readerslen, (size_t)l->expire_len};
+        const char *set[] = {n.readers, l->token, n.alive, l->expire_str};
+        size_t set_lens[] = {n.readerslen, (size_t)l->toklen, n.alivelen,
+                             (size_t)l->expire_len};
+        rc = renew_one(l, &lw__script_rw_mark, 1, 2, key, key_lens, 0, &v);
+        if (rc == LW_OK && v == 1)
+            rc = renew_one(l, &lw__script_rw_leave, 1, 3, set, set_lens, 0, &v);
+    }
     lw__names_free(&n);
     if (rc != LW_OK)
         return LW_EREDIS;
-    rc = r->type != REDIS_REPLY_INTEGER ? LW_EREDIS
-         : r->integer == 1              ? LW_OK
-                                        : LW_ELOST;
-    freeReplyObject(r);
-    return rc;
+    return v == 1 ? LW_OK : LW_ELOST;
 }
 
 static int by_cfg_then_slot(const void *pa, const void *pb)

@@ -138,12 +138,15 @@ static const char enqueue_lua[] = MINT_LUA
  * clock(): the server's clock in microseconds), or wake it after the
  * statement free; free too when nobody is told.  A waiter for a read lock (its
  * queue member ends "|r") is granted with grant_reader instead, and so is every
- * reader queued after it up to the next writer: readers share.  ARGV[1..5]
- * as release_lua's; returns 1.  A head alive and listening, the common
- * case, costs one read of the queue and no clock; the queue's length is read
- * only to go past the head, and before anything is removed from it, so that
- * a queue emptied here is not read again (see release_lua: migration). */
-#define HANDOFF_LUA(grant, grant_reader, free)                                 \
+ * reader queued after it up to the next writer: readers share.  A reader is
+ * only granted where the Lua expression reader_ok holds (the readers' set can
+ * be written here, see READERS_LUA); otherwise it is woken, as a writer too
+ * young for a hand-off is.  ARGV[1..5] as release_lua's; returns 1.  A head
+ * alive and listening, the common case, costs one read of the queue and no
+ * clock; the queue's length is read only to go past the head, and before
+ * anything is removed from it, so that a queue emptied here is not read again
+ * (see release_lua: migration). */
+#define HANDOFF_LUA(grant, grant_reader, reader_ok, free)                      \
     "local function tell(tok, msg)\n"                                          \
     "  if ARGV[5] ~= '0' then\n"                                               \
     "    redis.pcall('set', receipt, '1', 'PX', ARGV[5])\n"                    \
@@ -179,7 +182,8 @@ static const char enqueue_lua[] = MINT_LUA
     "    i = i + 1\n"                                                          \
     "  elseif readers and not reader then\n"                                   \
     "    return 1\n"                                                           \
-    "  elseif type(alive) == 'string' and (readers or ARGV[3] == '0' or\n"     \
+    "  elseif type(alive) == 'string' and (not reader or " reader_ok ") and\n" \
+    "      (readers or ARGV[3] == '0' or\n"                                    \
     "      clock() - tonumber(head[2]) >= tonumber(ARGV[3]) * 1000) then\n"    \
     "    redis.call('zrem', KEYS[2], head[1])\n"                               \
     "    if reader then " grant_reader " else " grant " end\n"                 \
@@ -209,16 +213,36 @@ static const char enqueue_lua[] = MINT_LUA
  * So the key is only ever set to the mark with the set emptied first: a
  * reader's entry never outlives the mark it was admitted under, and its
  * renewal or release finds it gone (LW_ELOST).  add_reader(tok, lease,
- * nowms) admits one. */
+ * nowms) admits one.
+ * While its slot is being migrated, the node the slot leaves refuses a
+ * command on a key it does not hold (it may be on the other node already:
+ * ASK), in a script too ("non local key"): there, a set missing or deleted
+ * cannot be created.  So a new mark empties the set around the reader
+ * admitted instead of deleting it first, and readers_here() says whether
+ * the set can be written here at all: EXISTS is refused exactly when this
+ * node neither holds it nor may create it. */
 #define READERS_LUA(readers)                                                   \
+    "local readers_ok\n"                                                       \
+    "local function readers_here()\n"                                          \
+    "  if readers_ok == nil then\n"                                            \
+    "    readers_ok = type(redis.pcall('exists', " readers ")) == 'number'\n"  \
+    "  end\n"                                                                  \
+    "  return readers_ok\n"                                                    \
+    "end\n"                                                                    \
     "local function add_reader(tok, lease, nowms)\n"                           \
+    "  local at = nowms + tonumber(lease)\n"                                   \
+    "  redis.call('zadd', " readers ", at, tok)\n"                             \
     "  if redis.call('get', KEYS[1]) ~= '" LW_READ_MARK "' then\n"             \
-    "    redis.call('del', " readers ")\n"                                     \
+    "    redis.call('zremrangebyscore', " readers ", '-inf', '(' .. at)\n"     \
+    "    redis.call('zremrangebyscore', " readers ", '(' .. at, '+inf')\n"     \
+    "    for _, m in ipairs(redis.call('zrangebyscore', " readers ", at, at))" \
+    " do\n"                                                                    \
+    "      if m ~= tok then redis.call('zrem', " readers ", m) end\n"          \
+    "    end\n"                                                                \
     "    redis.call('set', KEYS[1], '" LW_READ_MARK "', 'PX', lease)\n"        \
     "  elseif redis.call('pttl', KEYS[1]) < tonumber(lease) then\n"            \
     "    redis.call('pexpire', KEYS[1], lease)\n"                              \
     "  end\n"                                                                  \
-    "  redis.call('zadd', " readers ", nowms + tonumber(lease), tok)\n"        \
     "  redis.call('pexpire', " readers ", redis.call('pttl', KEYS[1]))\n"      \
     "end\n"
 
@@ -258,7 +282,9 @@ static const char enqueue_lua[] = MINT_LUA
 /* clang-format off */
 /* The readers' set is not declared here (a mutex's release would otherwise
  * name a key that seldom exists, which a migrating slot refuses): it is the
- * queue's name with ":r" for ":q". */
+ * queue's name with ":r" for ":q".  So readers queued behind a writer are
+ * handed the lock only where that set can be written (readers_here()), and
+ * woken to compete where it cannot. */
 static const char release_lua[] = MINT_LUA
     READERS_LUA("string.sub(KEYS[2], 1, -3) .. ':r'")
     "local v = redis.call('get', KEYS[1])\n"
@@ -270,7 +296,7 @@ static const char release_lua[] = MINT_LUA
     "end\n"
     HANDOFF_LUA("redis.call('set', KEYS[1], tok, 'PX', lease)",
                 "add_reader(tok, lease, math.floor(clock() / 1000))",
-                "redis.call('del', KEYS[1])");
+                "readers_here()", "redis.call('del', KEYS[1])");
 
 /*
  * A semaphore (permits = N): the key is a sorted set of its holders' tokens,
@@ -344,7 +370,7 @@ static const char sem_release_lua[] = MINT_LUA SEM_KEEP_LUA SEM_CLOCK_LUA
     "redis.call('zrem', KEYS[1], ARGV[1])\n"
     HANDOFF_LUA("redis.call('zadd', KEYS[1], math.floor(clock() / 1000) + "
                 "tonumber(lease), tok) keep(tonumber(lease))",
-                "error('a reader queued for a semaphore')",
+                "error('a reader queued for a semaphore')", "true",
                 "if redis.call('zcount', KEYS[1], '-inf', '(+inf') == 0 then "
                 "redis.call('del', KEYS[1]) end");
 
@@ -417,26 +443,33 @@ static const char rw_enqueue_lua[] = MINT_LUA READERS_LUA("KEYS[5]")
 /* Release a read lock: as release_lua (KEYS: lock, queue, fence, readers;
  * ARGV[1..5]; no -1: a read lock is nobody else's), plus ARGV[6] hold ms
  * (> 0: keep this reader that much longer, nobody told).  The last reader
- * out frees the key and tells the queue, as a writer's release does. */
+ * out frees the key and tells the queue, as a writer's release does.  The
+ * readers are counted before ours is removed, and the set is not read again
+ * once it may be gone: in a slot being migrated, the node it leaves refuses
+ * a command on a key it does not hold (see READERS_LUA). */
 static const char rw_release_lua[] = MINT_LUA READERS_LUA("KEYS[4]")
     "local t = redis.call('time')\n"
     "local nowms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "redis.call('zremrangebyscore', KEYS[4], '-inf', nowms)\n"
     "local receipt = ARGV[4] .. ARGV[1] .. ':rel'\n"
-    "if not redis.call('zscore', KEYS[4], ARGV[1]) or\n"
+    "local mine = redis.call('zscore', KEYS[4], ARGV[1])\n"
+    "if not mine or tonumber(mine) <= nowms or\n"
     "    redis.call('get', KEYS[1]) ~= '" LW_READ_MARK "' then\n"
     "  if redis.pcall('exists', receipt) == 1 then return 2 end\n"
     "  return 0\n"
     "end\n"
+    "redis.call('zremrangebyscore', KEYS[4], '-inf', nowms)\n"
     "if tonumber(ARGV[6]) > 0 then\n"
     "  add_reader(ARGV[1], ARGV[6], nowms)\n"
     "  return 1\n"
     "end\n"
-    "redis.call('zrem', KEYS[4], ARGV[1])\n"
-    "if redis.call('zcard', KEYS[4]) > 0 then return 1 end\n"
+    "if redis.call('zcard', KEYS[4]) > 1 then\n"
+    "  redis.call('zrem', KEYS[4], ARGV[1])\n"
+    "  return 1\n"
+    "end\n"
+    "redis.call('del', KEYS[4])\n"
     HANDOFF_LUA("redis.call('set', KEYS[1], tok, 'PX', lease)",
                 "add_reader(tok, lease, math.floor(clock() / 1000))",
-                "redis.call('del', KEYS[1])");
+                "readers_here()", "redis.call('del', KEYS[1])");
 
 /* Renew one read lock.  KEYS: lock, readers.  ARGV: token, lease ms.
  * 1 renewed, 0 not ours any more. */
@@ -451,6 +484,109 @@ static const char rw_renew_lua[] =
     "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
     "end\n"
     "redis.call('pexpire', KEYS[2], redis.call('pttl', KEYS[1]))\n"
+    "return 1\n";
+
+/*
+ * While a slot is being migrated, Redis runs a script only where all its
+ * keys are (one key always is somewhere), refusing it (TRYAGAIN) while they
+ * lie on two nodes or do not all exist: the queue of a lock nobody waits
+ * for, for one, does not exist at all until the migration ends.  The scripts
+ * below give back or keep a semaphore's permit or a read lock with fewer
+ * keys, and without telling the queue: waiters find the lock free at their
+ * next poll.
+ */
+
+/* A permit given back (ARGV[3] "0") or kept ARGV[3] ms longer, by the
+ * semaphore's key alone.  KEYS: semaphore.  ARGV: token, alive-key prefix,
+ * ms.  1, 2 or 0 as sem_release_lua. */
+static const char sem_leave_lua[] = SEM_KEEP_LUA SEM_CLOCK_LUA
+    "if not redis.call('zscore', KEYS[1], ARGV[1]) then\n"
+    "  if redis.pcall('exists', ARGV[2] .. ARGV[1] .. ':rel') == 1 then\n"
+    "    return 2\n"
+    "  end\n"
+    "  return 0\n"
+    "end\n"
+    "local ms = tonumber(ARGV[3])\n"
+    "if ms > 0 then\n"
+    "  redis.call('zadd', KEYS[1], 'XX', now_ms + ms, ARGV[1])\n"
+    "  keep(ms)\n"
+    "  return 1\n"
+    "end\n"
+    "if redis.call('zcount', KEYS[1], '-inf', '(+inf') > 1 then\n"
+    "  redis.call('zrem', KEYS[1], ARGV[1])\n"
+    "else\n"
+    "  redis.call('del', KEYS[1])\n"
+    "end\n"
+    "return 1\n";
+
+/* A reader given back (ARGV[3] "0") or kept ARGV[3] ms longer (a renewal,
+ * the rest of a minimum hold).  KEYS: readers [, lock].  ARGV: token,
+ * alive-key prefix, ms.  With the lock key, as rw_release_lua and
+ * rw_renew_lua, the last reader out deleting the key.  Without it (the
+ * two are on different nodes), the key is rw_mark_lua's, and 3 says this
+ * was the last reader.  Else 1 done, 2 released by an earlier run, 0 not
+ * ours.  The set is not read after it may be gone (see READERS_LUA). */
+static const char rw_leave_lua[] =
+    "local t = redis.call('time')\n"
+    "local nowms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local mine = redis.call('zscore', KEYS[1], ARGV[1])\n"
+    "if not mine or tonumber(mine) <= nowms or\n"
+    "    (KEYS[2] and redis.call('get', KEYS[2]) ~= '" LW_READ_MARK "') then\n"
+    "  if redis.pcall('exists', ARGV[2] .. ARGV[1] .. ':rel') == 1 then\n"
+    "    return 2\n"
+    "  end\n"
+    "  return 0\n"
+    "end\n"
+    "redis.call('zremrangebyscore', KEYS[1], '-inf', nowms)\n"
+    "local ms = tonumber(ARGV[3])\n"
+    "if ms > 0 then\n"
+    "  redis.call('zadd', KEYS[1], 'XX', nowms + ms, ARGV[1])\n"
+    "  if not KEYS[2] then\n"
+    "    if redis.call('pttl', KEYS[1]) < ms then\n"
+    "      redis.call('pexpire', KEYS[1], ms)\n"
+    "    end\n"
+    "    return 1\n"
+    "  end\n"
+    "  if redis.call('pttl', KEYS[2]) < ms then\n"
+    "    redis.call('pexpire', KEYS[2], ms)\n"
+    "  end\n"
+    "  redis.call('pexpire', KEYS[1], redis.call('pttl', KEYS[2]))\n"
+    "  return 1\n"
+    "end\n"
+    "if redis.call('zcard', KEYS[1]) > 1 then\n"
+    "  redis.call('zrem', KEYS[1], ARGV[1])\n"
+    "  return 1\n"
+    "end\n"
+    "redis.call('del', KEYS[1])\n"
+    "if not KEYS[2] then return 3 end\n"
+    "redis.call('del', KEYS[2])\n"
+    "return 1\n";
+
+/* A read lock's key alone, on another node than its readers' set.  KEYS:
+ * lock.  ARGV: the set's name, then ms (keep the key at least that long;
+ * "0": only look) or "free" (after the last reader's rw_leave_lua: delete
+ * the key unless a reader holds it again).  1 the key held the readers'
+ * mark, 0 not.  The set is not declared, so it is read with pcall, which
+ * fails where this node is the one the slot leaves and does not hold the
+ * set.  The key goes then: no reader can have been admitted since the last
+ * one left, because admitting one creates the set in a script that declares
+ * the key too (rw_enqueue_lua), which Redis refuses here, where the set is
+ * missing, and on the node the slot goes to, where the key is not (keys
+ * only move towards it) — unless this migration ended and another one of
+ * the same slot began in between. */
+static const char rw_mark_lua[] =
+    "if redis.call('get', KEYS[1]) ~= '" LW_READ_MARK "' then return 0 end\n"
+    "if ARGV[2] ~= 'free' then\n"
+    "  local ms = tonumber(ARGV[2])\n"
+    "  if ms > 0 and redis.call('pttl', KEYS[1]) < ms then\n"
+    "    redis.call('pexpire', KEYS[1], ms)\n"
+    "  end\n"
+    "  return 1\n"
+    "end\n"
+    "local t = redis.call('time')\n"
+    "local nowms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local n = redis.pcall('zcount', ARGV[1], '(' .. nowms, '+inf')\n"
+    "if type(n) ~= 'number' or n == 0 then redis.call('del', KEYS[1]) end\n"
     "return 1\n";
 /* clang-format on */
 
@@ -481,3 +617,6 @@ struct lw_script lw__script_sem_renew = LW_SCRIPT_INIT(sem_renew_lua);
 struct lw_script lw__script_rw_enqueue = LW_SCRIPT_INIT(rw_enqueue_lua);
 struct lw_script lw__script_rw_release = LW_SCRIPT_INIT(rw_release_lua);
 struct lw_script lw__script_rw_renew = LW_SCRIPT_INIT(rw_renew_lua);
+struct lw_script lw__script_sem_leave = LW_SCRIPT_INIT(sem_leave_lua);
+struct lw_script lw__script_rw_leave = LW_SCRIPT_INIT(rw_leave_lua);
+struct lw_script lw__script_rw_mark = LW_SCRIPT_INIT(rw_mark_lua);

@@ -20,5 +20,10 @@ extern struct lw_script lw__script_sem_renew;
 extern struct lw_script lw__script_rw_enqueue;
 extern struct lw_script lw__script_rw_release;
 extern struct lw_script lw__script_rw_renew; /* one lease */
+/* Fewer keys, nobody told: for a slot being migrated, where a script's keys
+ * may lie on two nodes. */
+extern struct lw_script lw__script_sem_leave; /* a permit, by its key alone */
+extern struct lw_script lw__script_rw_leave;  /* a reader, by its set */
+extern struct lw_script lw__script_rw_mark;   /* a read lock's key alone */
 
 #endif
