@@ -19,6 +19,7 @@ static const struct {
     {"lw_lock_opts", "<lockweave.h>"},
     {"lw_guard", "<lockweave.h>"},
     {"lw_guard_init", "<lockweave.h>"},
+    {"lw_guard_init_sized", "<lockweave.h>"}, /* lw_guard_init() expands to it */
     {"lw_guard_key_bytes", "<lockweave.h>"},
     {"lw_guard_key_i64", "<lockweave.h>"},
     {"lw_guard_key_u64", "<lockweave.h>"},

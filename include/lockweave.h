@@ -24,10 +24,14 @@
 extern "C" {
 #endif
 
+/* The version is written here only: CMake reads these three lines for the
+ * project, the package files and lockweave-gen. */
 #define LW_VERSION_MAJOR 0
 #define LW_VERSION_MINOR 1
 #define LW_VERSION_PATCH 0
-#define LW_VERSION       "0.1.0"
+#define LW_VERSION                                                             \
+    LW__XSTR(LW_VERSION_MAJOR)                                                 \
+    "." LW__XSTR(LW_VERSION_MINOR) "." LW__XSTR(LW_VERSION_PATCH)
 /* One number per release; woven files check it against the header they see. */
 #define LW_VERSION_NUM                                                         \
     (LW_VERSION_MAJOR * 10000 + LW_VERSION_MINOR * 100 + LW_VERSION_PATCH)
@@ -39,6 +43,16 @@ extern "C" {
 #else
 #define LW_API
 #endif
+
+/*
+ * Structs that grow: lw_config, lw_stats and lw_lock_opts gain fields at
+ * their end, each past the previous sizeof.  The functions taking them are
+ * macros that pass the program's sizeof to a ..._sized() entry point, so the
+ * library reads and writes only the program's struct: fields the program
+ * lacks take their defaults, fields the library lacks must be zero.  Called
+ * as (lw_stats_get)(p) or through &lw_stats_get, a function keeps its 0.1.0
+ * layout.  lw_guard is 512 bytes in every version.
+ */
 
 /* ------------------------------------------------------------------------ */
 /* The annotation                                                           */
@@ -152,11 +166,11 @@ LW_API int lw_still_held(void);
 /* ------------------------------------------------------------------------ */
 
 /*
- * Values for lw_configure().  Start from lw_config_init(), then change fields.
- * Strings are copied by lw_configure(); the caller keeps ownership.  Fields
- * are only ever added at the end, zero meaning "environment or default", so
- * code that starts from lw_config_init() keeps its meaning when the struct
- * grows (the library reads the whole struct: rebuild against the new header).
+ * Values for lw_configure().  Start from lw_config_init() (or zero it), then
+ * change fields.  Strings are copied by lw_configure(); the caller keeps
+ * ownership.  Fields are only ever added at the end, zero meaning
+ * "environment or default", so such code keeps its meaning when the struct
+ * grows, built against either header.
  */
 typedef struct lw_config {
     const char *redis_url;  /* NULL: $LOCKWEAVE_REDIS_URL or the default */
@@ -184,13 +198,17 @@ typedef struct lw_config {
 
 /* Fill *cfg with "use the environment and defaults".  Never fails. */
 LW_API void lw_config_init(lw_config *cfg);
+LW_API void lw_config_init_sized(lw_config *cfg, size_t size);
+#define lw_config_init(cfg) lw_config_init_sized((cfg), sizeof(lw_config))
 
 /* Replace the process's configuration.  Not needed when the environment is
  * enough: the first guarded call reads it.  Thread-safe; connections are
- * reopened on next use.  Returns LW_OK, LW_ECONFIG (bad URL, or TLS files
- * that cannot be used: logged) or LW_ENOMEM; on error the previous
- * configuration stays. */
+ * reopened on next use.  Returns LW_OK, LW_ECONFIG (bad URL, TLS files that
+ * cannot be used, or a field set that this library does not know: logged)
+ * or LW_ENOMEM; on error the previous configuration stays. */
 LW_API int lw_configure(const lw_config *cfg);
+LW_API int lw_configure_sized(const lw_config *cfg, size_t size);
+#define lw_configure(cfg) lw_configure_sized((cfg), sizeof(lw_config))
 
 /* ------------------------------------------------------------------------ */
 /* Logging and counters                                                     */
@@ -253,14 +271,20 @@ typedef struct lw_stats {
                                 thread of this process, no round trip */
 } lw_stats;
 
-/* Copy the counters into *out.  Thread-safe; values are read one by one. */
+/* Copy the counters into *out.  Thread-safe; values are read one by one.
+ * Counters this library does not have read 0. */
 LW_API void lw_stats_get(lw_stats *out);
+LW_API void lw_stats_get_sized(lw_stats *out, size_t size);
+#define lw_stats_get(out) lw_stats_get_sized((out), sizeof(lw_stats))
 
 /* ------------------------------------------------------------------------ */
 /* The guard: what a woven wrapper calls                                    */
 /* ------------------------------------------------------------------------ */
 
-/* Options of one lock, as written in the annotation. */
+/* Options of one lock, as written in the annotation.  Zero it (or use a
+ * designated initializer), then set fields: an option added later is off
+ * while zero.  One this library does not know (a newer header's), set,
+ * makes lw_guard_enter() fail with LW_EINVAL. */
 typedef struct lw_lock_opts {
     uint32_t expire_ms; /* lease (Redis TTL); > 0 */
     uint32_t wait_ms;   /* how long to wait for a busy lock; 0: try once */
@@ -302,6 +326,10 @@ typedef union lw_guard {
 /* Start a guard: copies *opts, writes the key prefix.  Cannot fail; errors
  * (including bad configuration) surface from lw_guard_enter(). */
 LW_API void lw_guard_init(lw_guard *g, const lw_lock_opts *opts);
+LW_API void lw_guard_init_sized(lw_guard *g, const lw_lock_opts *opts,
+                                size_t opts_size);
+#define lw_guard_init(g, opts)                                                 \
+    lw_guard_init_sized((g), (opts), sizeof(lw_lock_opts))
 
 /* Append to the key: raw bytes (binary-safe), a C string (NULL appends
  * nothing and makes enter fail with LW_EINVAL), a signed or unsigned decimal.
@@ -356,6 +384,10 @@ LW_API void lw_set_last_error(int code);
 /* Short form for hand-written code: init + key bytes + enter. */
 LW_API int lw_lock(lw_guard *g, const char *key, size_t keylen,
                    const lw_lock_opts *opts);
+LW_API int lw_lock_sized(lw_guard *g, const char *key, size_t keylen,
+                         const lw_lock_opts *opts, size_t opts_size);
+#define lw_lock(g, key, keylen, opts)                                          \
+    lw_lock_sized((g), (key), (keylen), (opts), sizeof(lw_lock_opts))
 
 /* Release held locks in Redis now and stop the runtime's threads (a
  * service's exit path, tests, leak checkers).  Guards still entered read as

@@ -18,6 +18,10 @@
 #define DEFAULT_WAIT_MS    100
 #define DEFAULT_LOCAL      15
 
+/* lw_config as 0.1.0 has it ends at tls_insecure: the functions of that
+ * version's names read and write that much, whatever the struct becomes. */
+#define CONFIG_SIZE_0_1_0 (offsetof(lw_config, tls_insecure) + sizeof(int))
+
 static pthread_mutex_t cfg_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct lw_settings *current;
 static unsigned next_gen = 1;
@@ -169,19 +173,28 @@ const struct lw_settings *lw__settings(void)
     return s ? s : &oom_settings;
 }
 
-void lw_config_init(lw_config *cfg)
+void lw_config_init_sized(lw_config *cfg, size_t size)
 {
-    memset(cfg, 0, sizeof *cfg);
+    /* Every field's default is zero, those of newer versions too. */
+    memset(cfg, 0, size);
 }
 
-int lw_configure(const lw_config *cfg)
+int lw_configure_sized(const lw_config *cfg, size_t size)
 {
     struct lw_settings *s;
+    lw_config own;
     int rc;
 
     if (cfg == NULL)
         return LW_EINVAL;
-    s = settings_new(cfg);
+    if (lw__struct_in(&own, sizeof own, cfg, size) != 0) {
+        lw__log(LW_LOG_ERROR,
+                "lw_configure: a field set that lockweave %s does not know "
+                "(the program was built against a newer <lockweave.h>)",
+                LW_VERSION);
+        return LW_ECONFIG;
+    }
+    s = settings_new(&own);
     if (s == NULL)
         return LW_ENOMEM;
     rc = s->error;
@@ -193,6 +206,16 @@ int lw_configure(const lw_config *cfg)
     publish(s);
     pthread_mutex_unlock(&cfg_mu);
     return LW_OK;
+}
+
+void(lw_config_init)(lw_config *cfg)
+{
+    lw_config_init_sized(cfg, CONFIG_SIZE_0_1_0);
+}
+
+int(lw_configure)(const lw_config *cfg)
+{
+    return lw_configure_sized(cfg, CONFIG_SIZE_0_1_0);
 }
 
 void lw__settings_free_all(void)

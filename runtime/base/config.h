@@ -2,6 +2,7 @@
 #define LW_CONFIG_H
 
 #include <stddef.h>
+#include <string.h>
 
 #include "base/tlsctx.h"
 #include "base/url.h"
@@ -37,6 +38,25 @@ struct lw_settings {
     unsigned gen;
     struct lw_settings *older;
 };
+
+/* A struct that grows (lockweave.h), as the program passed it: its `size`
+ * bytes at src copied into the library's own struct of `have` bytes at dst,
+ * fields the program's version lacks zeroed (their defaults).  0, or -1 when
+ * the program set a byte past the library's struct: a field of a newer
+ * version, which this library cannot honour. */
+static inline int lw__struct_in(void *dst, size_t have, const void *src,
+                                size_t size)
+{
+    const unsigned char *p = src;
+    size_t n = size < have ? size : have;
+
+    memcpy(dst, src, n);
+    memset((unsigned char *)dst + n, 0, have - n);
+    for (size_t i = n; i < size; i++)
+        if (p[i] != 0)
+            return -1;
+    return 0;
+}
 
 /* The current snapshot; built from the environment on first use.  Never NULL
  * (on out-of-memory a static snapshot carrying LW_ENOMEM is returned). */

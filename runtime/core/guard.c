@@ -22,7 +22,12 @@
 #include "core/guard.h"
 #include "core/watchdog.h"
 
-void lw_guard_init(lw_guard *gu, const lw_lock_opts *opts)
+/* lw_lock_opts as 0.1.0 has it ends at permits: lw_guard_init() and
+ * lw_lock() of that version read that much, whatever the struct becomes. */
+#define OPTS_SIZE_0_1_0 (offsetof(lw_lock_opts, permits) + sizeof(uint32_t))
+
+void lw_guard_init_sized(lw_guard *gu, const lw_lock_opts *opts,
+                         size_t opts_size)
 {
     struct lw_gimpl *g = lw__gimpl(gu);
     const struct lw_settings *s;
@@ -34,10 +39,11 @@ void lw_guard_init(lw_guard *gu, const lw_lock_opts *opts)
     g->keylen = 0;
     g->state = LW_G_INIT;
     g->status = opts == NULL ? LW_EINVAL : s->error;
-    if (opts != NULL)
-        g->opts = *opts;
-    else
+    if (opts == NULL)
         memset(&g->opts, 0, sizeof g->opts);
+    else if (lw__struct_in(&g->opts, sizeof g->opts, opts, opts_size) != 0 &&
+             g->status == LW_OK)
+        g->status = LW_EINVAL; /* a newer version's option: not honoured */
     if (g->status == LW_OK)
         lw_guard_key_bytes(gu, s->prefix, s->prefix_len);
     g->fence = 0;
@@ -254,14 +260,25 @@ void lw_guard_discard(lw_guard *gu)
     }
 }
 
-int lw_lock(lw_guard *g, const char *key, size_t keylen,
-            const lw_lock_opts *opts)
+void(lw_guard_init)(lw_guard *g, const lw_lock_opts *opts)
 {
-    lw_guard_init(g, opts);
+    lw_guard_init_sized(g, opts, OPTS_SIZE_0_1_0);
+}
+
+int lw_lock_sized(lw_guard *g, const char *key, size_t keylen,
+                  const lw_lock_opts *opts, size_t opts_size)
+{
+    lw_guard_init_sized(g, opts, opts_size);
     if (key == NULL)
         lw__gimpl(g)->status = LW_EINVAL;
     lw_guard_key_bytes(g, key, keylen);
     return lw_guard_enter(g);
+}
+
+int(lw_lock)(lw_guard *g, const char *key, size_t keylen,
+             const lw_lock_opts *opts)
+{
+    return lw_lock_sized(g, key, keylen, opts, OPTS_SIZE_0_1_0);
 }
 
 uint64_t lw_fence(void)

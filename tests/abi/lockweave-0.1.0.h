@@ -1,0 +1,373 @@
+/*
+ * lockweave — a Redis distributed lock around a C function, woven at build
+ * time.
+ *
+ *     #include <lockweave.h>
+ *
+ *     REDIS_LOCK("stock:{stock_id}", 10s, 5s)
+ *     int deduct(int64_t stock_id, int qty) { ... }
+ *
+ * lockweave-gen (run by the CMake function lockweave_generate()) turns every
+ * annotated definition into a wrapper that calls the guard API below.  The same
+ * API can be called by hand; see lw_lock() for the short form.
+ *
+ * C11, libc only.  Every symbol is lw_ / LW_; names with a double underscore
+ * (lw__, LW__) are internal and may change between versions.
+ */
+#ifndef LOCKWEAVE_H
+#define LOCKWEAVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LW_VERSION_MAJOR 0
+#define LW_VERSION_MINOR 1
+#define LW_VERSION_PATCH 0
+#define LW_VERSION       "0.1.0"
+/* One number per release; woven files check it against the header they see. */
+#define LW_VERSION_NUM                                                         \
+    (LW_VERSION_MAJOR * 10000 + LW_VERSION_MINOR * 100 + LW_VERSION_PATCH)
+
+#if defined(LW_STATIC)
+#define LW_API
+#elif defined(LW_BUILDING) && defined(__GNUC__)
+#define LW_API __attribute__((visibility("default")))
+#else
+#define LW_API
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* The annotation                                                           */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * REDIS_LOCK(key, expire, wait [, option = value]...)
+ *
+ * What the annotation turns into is decided where it is used, by LW__MODE,
+ * which only lockweave-gen sets (so a <lockweave.h> read through a forced
+ * include or a precompiled header still follows the file being compiled):
+ *  - LW__MODE_SCAN, lockweave-gen's own parse: an attribute it reads from
+ *    the AST.
+ *  - LW__MODE_WOVEN, a file lockweave-gen wove, or parsed and found only
+ *    annotated declarations in: nothing (the wrapper it wrote locks).
+ *  - LW__MODE_UNPARSED, a file lockweave-gen compiled without parsing, having
+ *    found no REDIS_LOCK in it or in the headers it could read: a compile
+ *    error, since this annotation would otherwise guard nothing.
+ *  - unset, a file lockweave-gen never saw (a target without
+ *    lockweave_generate()): a reference to an undefined object from a section
+ *    the linker must keep (retain), so the link fails with a name that says
+ *    what to do, at any optimisation level, with LTO and with section GC;
+ *    editors and analysers that parse the file alone still see valid C.
+ */
+#define LW__CAT2(a, b)  a##b
+#define LW__CAT(a, b)   LW__CAT2(a, b)
+#define REDIS_LOCK(...) LW__CAT(LW__ANNOT_, LW__MODE)(__VA_ARGS__)
+
+/* The arguments are macro-expanded before they are stringized (one extra
+ * macro level), so REDIS_LOCK(STOCK_KEY, LOCK_TTL, 0) reaches the generator
+ * with the values, not the names. */
+#define LW__STR(...)  #__VA_ARGS__
+#define LW__XSTR(...) LW__STR(__VA_ARGS__)
+#define LW__ANNOT_LW__MODE_SCAN(...)                                           \
+    __attribute__((annotate("lockweave:REDIS_LOCK:" LW__XSTR(__VA_ARGS__))))
+#define LW__ANNOT_LW__MODE_WOVEN(...)
+#define LW__ANNOT_LW__MODE_UNPARSED(...)                                       \
+    _Pragma("GCC error \"REDIS_LOCK in a file lockweave-gen compiled without \
+parsing: it found no REDIS_LOCK in the file or in the headers it could read \
+(the annotation comes from a header outside them, or its name is pasted \
+together); write REDIS_LOCK in this file, a comment is enough\"")
+
+#if defined(__has_attribute)
+#if __has_attribute(retain)
+#define LW__KEEP __attribute__((used, retain))
+#endif
+#endif
+#ifndef LW__KEEP
+#define LW__KEEP __attribute__((used))
+#endif
+#ifdef __COUNTER__
+#define LW__UNIQUE(p) LW__CAT(p, __COUNTER__)
+#else
+#define LW__UNIQUE(p) LW__CAT(p, __LINE__)
+#endif
+extern const char
+    lockweave_generate_was_not_run_on_this_file_see_lockweave_generate_in_cmake;
+#define LW__ANNOT_LW__MODE(...)                                                \
+    LW__KEEP static const char *const LW__UNIQUE(lw__unwoven_) =               \
+        &lockweave_generate_was_not_run_on_this_file_see_lockweave_generate_in_cmake;
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Status codes: 0 or negative.  lw_strerror() names each. */
+enum {
+    LW_OK = 0,
+    LW_ETIMEOUT = -1,  /* the lock stayed busy until the wait ran out */
+    LW_EREDIS = -2,    /* Redis unreachable, or an unexpected reply */
+    LW_ELOST = -3,     /* the lease expired or was taken while the body ran */
+    LW_ECONFIG = -4,   /* bad LOCKWEAVE_REDIS_URL or lw_configure() values */
+    LW_ENOMEM = -5,    /* out of memory */
+    LW_EINVAL = -6,    /* bad argument: NULL or oversized key, bad duration */
+    LW_EAUTH = -7,     /* Redis refused AUTH or SELECT, or a command for
+                          want of a password (NOAUTH) or a right (NOPERM) */
+    LW_EFORKED = -8,   /* a lock held by the parent process, seen in a child */
+    LW_EREPLICAS = -9, /* too few replicas confirmed the lock (wait_replicas) */
+    LW_ESYSTEM = -10,  /* the system refused what lockweave needs: randomness
+                          for lock tokens (getrandom), or a thread */
+    LW_ESHUTDOWN = -11, /* lw_shutdown() ran while the lock was wanted */
+    LW_ETLS = -12,      /* rediss://: the TLS handshake failed or the server's
+                           certificate was not trusted (the log says why) */
+};
+
+/* A static English text for an LW_E... code ("unknown error" otherwise).
+ * Thread-safe; never NULL. */
+LW_API const char *lw_strerror(int code);
+
+/* Status of the last guarded call made on this thread: LW_OK when the body ran
+ * with the lock held throughout, a negative LW_E... code otherwise (the body
+ * did not run, or ran and lost the lock: LW_ELOST).  Thread-local. */
+LW_API int lw_last_error(void);
+
+/* ------------------------------------------------------------------------ */
+/* Inside a guarded function                                                */
+/* ------------------------------------------------------------------------ */
+
+/* Fencing token of the innermost lock this thread holds: strictly increasing
+ * per key across all clients.  0 outside a guarded section.  Thread-local.
+ * Always 0 with several independent masters (Redlock): they share no order. */
+LW_API uint64_t lw_fence(void);
+
+/* 1 while the innermost lock this thread holds is still ours; 0 once a renewal
+ * failed, max_renew ran out, the lease's end passed with no renewal (this
+ * process was paused), or outside a guarded section.  Thread-safe. */
+LW_API int lw_still_held(void);
+
+/* ------------------------------------------------------------------------ */
+/* Configuration                                                            */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Values for lw_configure().  Start from lw_config_init(), then change fields.
+ * Strings are copied by lw_configure(); the caller keeps ownership.  Fields
+ * are only ever added at the end, zero meaning "environment or default", so
+ * code that starts from lw_config_init() keeps its meaning when the struct
+ * grows (the library reads the whole struct: rebuild against the new header).
+ */
+typedef struct lw_config {
+    const char *redis_url;  /* NULL: $LOCKWEAVE_REDIS_URL or the default */
+    const char *key_prefix; /* NULL: "lock:" */
+    int connect_timeout_ms; /* <= 0: 1000 */
+    int command_timeout_ms; /* <= 0: 2000 */
+    int wait_replicas;      /* > 0: after acquiring, WAIT until this many
+                               replicas have the lock, else fail; <= 0:
+                               $LOCKWEAVE_WAIT_REPLICAS, or 0 (no WAIT) */
+    int wait_timeout_ms;    /* <= 0: $LOCKWEAVE_WAIT_TIMEOUT_MS or 100 */
+    /* rediss:// only.  Files are read by lw_configure() (or the first guarded
+     * call): unreadable, or a key that does not match its certificate, is
+     * LW_ECONFIG.  NULL: the $LOCKWEAVE_TLS_... variable of the same name. */
+    const char *tls_ca_file;     /* PEM bundle of trusted CAs; with tls_ca_dir
+                                    NULL too: the system trust store */
+    const char *tls_ca_dir;      /* directory of hashed CA certificates */
+    const char *tls_cert_file;   /* client certificate (PEM, chain) for
+                                    mutual TLS; needs tls_key_file */
+    const char *tls_key_file;    /* its private key (PEM, unencrypted) */
+    const char *tls_server_name; /* name to verify and send as SNI; NULL: the
+                                    URL's host */
+    int tls_insecure;            /* > 0: do not verify the server (warned on
+                                    each connection); 0: $LOCKWEAVE_TLS_INSECURE */
+} lw_config;
+
+/* Fill *cfg with "use the environment and defaults".  Never fails. */
+LW_API void lw_config_init(lw_config *cfg);
+
+/* Replace the process's configuration.  Not needed when the environment is
+ * enough: the first guarded call reads it.  Thread-safe; connections are
+ * reopened on next use.  Returns LW_OK, LW_ECONFIG (bad URL, or TLS files
+ * that cannot be used: logged) or LW_ENOMEM; on error the previous
+ * configuration stays. */
+LW_API int lw_configure(const lw_config *cfg);
+
+/* ------------------------------------------------------------------------ */
+/* Logging and counters                                                     */
+/* ------------------------------------------------------------------------ */
+
+enum {
+    LW_LOG_DEBUG = 0,
+    LW_LOG_INFO = 1,
+    LW_LOG_WARN = 2,
+    LW_LOG_ERROR = 3,
+    LW_LOG_OFF = 4,
+};
+
+/* A log sink: level, a NUL-terminated message without newline, user data.
+ * Called from any lockweave thread; must not call back into lockweave. */
+typedef void (*lw_log_fn)(int level, const char *msg, void *ud);
+
+/* Send log lines at or above min_level to fn (NULL: back to stderr).  The
+ * default level comes from $LOCKWEAVE_LOG=debug|info|warn|error|off (warn).
+ * Thread-safe. */
+LW_API void lw_set_logger(lw_log_fn fn, void *ud, int min_level);
+
+/* Why a lease was lost, as a lost handler is told. */
+enum {
+    LW_LOST_GONE = 1,     /* the key expired, was evicted or is another's */
+    LW_LOST_NO_REPLY = 2, /* Redis did not answer in time to say it was
+                             held: no renewal before the lease ended, or
+                             no answer to the release */
+    LW_LOST_RENEWALS = 3, /* max_renew renewals used up and the lease ended */
+    LW_LOST_NOMEM = 4,    /* the watchdog ran out of memory to keep it */
+};
+
+/* A lost-lease handler: the full Redis key (prefix included, keylen bytes,
+ * not NUL-terminated, valid only during the call), an LW_LOST_... reason and
+ * the user data. */
+typedef void (*lw_lost_fn)(const char *key, size_t keylen, int reason,
+                           void *ud);
+
+/* Call fn once for every lease lost while its body runs, the moment lockweave
+ * notices: from the watchdog thread (the holder's lw_guard_leave() waits for
+ * it to return), or from the holder's thread when its release is what finds
+ * it lost.  Not for locks lw_shutdown() gives back.  Keep fn short: other
+ * renewals wait for it.  NULL removes it.  Thread-safe. */
+LW_API void lw_set_lost_handler(lw_lost_fn fn, void *ud);
+
+/* Counters since the process started (all processes' own, not cluster-wide). */
+typedef struct lw_stats {
+    uint64_t acquired;     /* locks taken (not re-entries): from Redis, or
+                              handed on by another thread of this process */
+    uint64_t reentered;    /* guards satisfied by a lock already held */
+    uint64_t contended;    /* acquisitions that found the lock busy at first */
+    uint64_t timed_out;    /* LW_ETIMEOUT results */
+    uint64_t renewed;      /* successful watchdog renewals */
+    uint64_t lost;         /* LW_ELOST results */
+    uint64_t redis_errors; /* failed round trips (I/O, protocol, error reply) */
+    uint64_t wait_total_us;  /* time spent waiting for busy locks */
+    uint64_t wait_max_us;    /* longest single wait */
+    uint64_t held;           /* locks held by this process right now */
+    uint64_t handed_locally; /* of `acquired`, those handed on by another
+                                thread of this process, no round trip */
+} lw_stats;
+
+/* Copy the counters into *out.  Thread-safe; values are read one by one. */
+LW_API void lw_stats_get(lw_stats *out);
+
+/* ------------------------------------------------------------------------ */
+/* The guard: what a woven wrapper calls                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Options of one lock, as written in the annotation. */
+typedef struct lw_lock_opts {
+    uint32_t expire_ms; /* lease (Redis TTL); > 0 */
+    uint32_t wait_ms;   /* how long to wait for a busy lock; 0: try once */
+    int32_t max_renew;  /* watchdog renewals at most; < 0: unlimited */
+    uint32_t flags;     /* 0 (a write lock), or LW_LOCK_READ */
+    uint32_t hold_at_least_ms; /* > 0: released early, the key stays locked
+                                  until this long after acquisition (at
+                                  most expire_ms); 0: released at once */
+    uint32_t permits;          /* > 0: a semaphore, at most this many holders
+                                  (1..65535; every user of the key must agree, else
+                                  LW_EINVAL); 0: a mutex */
+} lw_lock_opts;
+
+/* lw_lock_opts.flags: a read lock, shared with other readers; writers (the
+ * default) exclude everyone.  A writer queued is not overtaken by readers
+ * that come after it. */
+#define LW_LOCK_READ 0x1u
+
+/* The most permits a semaphore may have (lw_lock_opts.permits). */
+#define LW_PERMITS_MAX 65535
+
+/* Bytes of key kept inside the guard; longer keys use the heap. */
+#define LW_GUARD_INLINE_KEY 128
+
+/*
+ * One lock acquisition, on the caller's stack.  Opaque: the fields are the
+ * runtime's.  Life cycle: lw_guard_init(), lw_guard_key_*() to append the key,
+ * lw_guard_enter(), the critical section, lw_guard_leave().  Guards of one
+ * thread nest and must be left in reverse order of entering; a guard is used
+ * by one thread only.  No heap allocation unless the key exceeds
+ * LW_GUARD_INLINE_KEY or the lock is busy.
+ */
+typedef union lw_guard {
+    unsigned char lw__opaque[512];
+    uint64_t lw__align;
+    void *lw__align_ptr;
+} lw_guard;
+
+/* Start a guard: copies *opts, writes the key prefix.  Cannot fail; errors
+ * (including bad configuration) surface from lw_guard_enter(). */
+LW_API void lw_guard_init(lw_guard *g, const lw_lock_opts *opts);
+
+/* Append to the key: raw bytes (binary-safe), a C string (NULL appends
+ * nothing and makes enter fail with LW_EINVAL), a signed or unsigned decimal.
+ * Never truncates: an allocation failure is reported by lw_guard_enter(). */
+LW_API void lw_guard_key_bytes(lw_guard *g, const void *p, size_t n);
+LW_API void lw_guard_key_str(lw_guard *g, const char *s);
+LW_API void lw_guard_key_i64(lw_guard *g, int64_t v);
+LW_API void lw_guard_key_u64(lw_guard *g, uint64_t v);
+
+/* Acquire the lock (or re-enter one this thread holds, in any mode but a
+ * write over its own read: LW_EINVAL), waiting up to opts->wait_ms.  LW_OK:
+ * run the section, then call lw_guard_leave().  Any other code: the lock is
+ * not held, the guard is finished (no leave needed), and lw_last_error()
+ * returns the same code. */
+LW_API int lw_guard_enter(lw_guard *g);
+
+/* Release: stop renewal, compare-and-delete our token, wake a waiter (less
+ * than hold_at_least_ms after acquisition: set the key's TTL to the rest of
+ * it instead; the outermost guard's options apply to a re-entered key).
+ * Returns and records in lw_last_error() LW_OK only when Redis confirmed the
+ * key still held our token as the section ended (a release sent again after
+ * its reply was cut off: found our token, or the receipt of a hand-off);
+ * LW_ELOST when it did not (lost, removed, or no answer: the key then ends
+ * by its TTL).  A re-entered guard's leave reports what is known then: the
+ * outermost one's answers for the whole section. */
+LW_API int lw_guard_leave(lw_guard *g);
+
+/* Enter n guards (initialised, keys appended) as one lock: in the order of
+ * their full Redis keys, so that calls taking the same keys in any order
+ * cannot deadlock, within one wait (the shortest of their wait_ms), all or
+ * none.  g is sorted into the order entered: pass it as it is to
+ * lw_guard_leave_all().  A key given twice is re-entered, not locked twice.
+ * On failure every guard is finished (those taken were given back) and the
+ * code is returned and recorded in lw_last_error().  n: 1 to 64. */
+LW_API int lw_guard_enter_all(lw_guard **g, int n);
+
+/* Leave guards entered by lw_guard_enter_all(), in reverse order.  LW_OK, or
+ * the first other code a leave returned (LW_ELOST), also in lw_last_error(). */
+LW_API int lw_guard_leave_all(lw_guard **g, int n);
+
+/* Fence of the lock this thread holds on key (as given to the guard, without
+ * the prefix): with several locks, each one's; 0 if it holds none. */
+LW_API uint64_t lw_fence_of(const void *key, size_t keylen);
+
+/* Drop a guard that was initialised but will not be entered (frees a heap
+ * key).  Safe after a failed lw_guard_enter(). */
+LW_API void lw_guard_discard(lw_guard *g);
+
+/* For the woven wrapper: record a status in lw_last_error() (skip_if).  */
+LW_API void lw_set_last_error(int code);
+
+/* Short form for hand-written code: init + key bytes + enter. */
+LW_API int lw_lock(lw_guard *g, const char *key, size_t keylen,
+                   const lw_lock_opts *opts);
+
+/* Release held locks in Redis now and stop the runtime's threads (a
+ * service's exit path, tests, leak checkers).  Guards still entered read as
+ * lost: leaving one is LW_ELOST and changes nothing in Redis.  Other
+ * threads' waits end at once: lw_guard_enter() returns LW_ESHUTDOWN (the
+ * waiter left its queue), as it does when called while lw_shutdown() runs;
+ * releases in progress finish first.  The next call starts the runtime
+ * again. */
+LW_API void lw_shutdown(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOCKWEAVE_H */
