@@ -19,6 +19,7 @@
 #include "base/result.h"
 #include "base/stats.h"
 #include "core/keynames.h"
+#include "core/kind.h"
 #include "core/queue.h"
 #include "core/replicas.h"
 #include "core/scripts.h"
@@ -122,8 +123,8 @@ static void attempt_init(struct attempt *a)
 }
 
 /* LW_OK acquired, LW_R_BUSY, or an error.  Our own token in the key can
- * only be this same try's SET, run before a lost reply made conn.c send it
- * again: it ran after a->sent_us, so its lease, too, lasts past sent_us +
+ * only be this same try's SET, run before a lost reply made net/exchange.c send
+ * it again: it ran after a->sent_us, so its lease, too, lasts past sent_us +
  * expire, which is all lw__queue_acquire counts on. */
 static int try_verdict(struct attempt *a, redisReply **r)
 {
@@ -187,8 +188,8 @@ static int try_free(struct attempt *a, int64_t *ttl_ms)
     redisReply *r[2];
     int replayed, rc;
 
-    /* A semaphore or a read lock: one script takes it. */
-    if (a->l->permits > 0 || a->l->reader)
+    /* Other kinds: one script takes it. */
+    if (!(a->l->kind->flags & LW_KIND_PLAIN_TRY))
         return enqueue(a, JOIN_LEAVE, ttl_ms);
     *ttl_ms = 0; /* not asked: the queue script tells */
     rc = lw__send(&a->to, &(struct lw_request){.cmds = a->cmds, .ncmds = 2},
@@ -233,10 +234,8 @@ static int enqueue(struct attempt *a, const char *join, int64_t *ttl_ms)
     char qttl[LW_FMT_U64_MAX];
     const char *argv[11];
     size_t lens[11];
-    int sem = l->permits > 0, nkeys, nargs = 0, replayed, rc;
-    struct lw_script *script = sem         ? &lw__script_sem_enqueue
-                               : l->reader ? &lw__script_rw_enqueue
-                                           : &lw__script_enqueue;
+    unsigned flags = l->kind->flags;
+    int nkeys, nargs = 0, replayed, rc;
     redisReply *r;
 
     if (alive_init(a) != LW_OK)
@@ -248,7 +247,7 @@ static int enqueue(struct attempt *a, const char *join, int64_t *ttl_ms)
     ARG(n->queue, n->queuelen);
     ARG(n->fence, n->fencelen);
     ARG(a->alive, a->alivelen);
-    if (l->reader)
+    if (flags & LW_KIND_READERS)
         ARG(n->readers, n->readerslen);
     nkeys = nargs;
     ARG(l->token, (size_t)l->toklen);
@@ -256,11 +255,11 @@ static int enqueue(struct attempt *a, const char *join, int64_t *ttl_ms)
     ARG(join, 1);
     ARG(qttl, strlen(qttl));
     ARG(LW_WAITER_KEYS_MS, sizeof LW_WAITER_KEYS_MS - 1);
-    if (sem)
+    if (flags & LW_KIND_PERMITS)
         ARG(l->permits_str, (size_t)l->permits_len);
 #undef ARG
     rc = lw__send(&a->to,
-                  &(struct lw_request){.script = script,
+                  &(struct lw_request){.script = l->kind->enqueue,
                                        .nkeys = nkeys,
                                        .nargs = nargs - nkeys,
                                        .argv = argv,
@@ -280,15 +279,16 @@ static int enqueue(struct attempt *a, const char *join, int64_t *ttl_ms)
                 ? r->element[1]->integer
                 : l->expire_ms;
         rc = LW_OK;
-    } else if ((sem || l->reader) && r->type == REDIS_REPLY_ARRAY &&
-               r->elements == 2 && r->element[0]->type == REDIS_REPLY_INTEGER &&
+    } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+               r->element[0]->type == REDIS_REPLY_INTEGER &&
                r->element[0]->integer == 0 &&
                r->element[1]->type == REDIS_REPLY_STRING) {
         /* "n:<N>" or "type:<type>" (the logger escapes it). */
+        int permits = (flags & LW_KIND_PERMITS) != 0;
         lw__log(LW_LOG_ERROR,
-                "lock %.*s: asked for as %s%s%s, but Redis holds it as %.*s",
-                (int)l->keylen, l->key, sem ? "a semaphore of " : "a read lock",
-                sem ? l->permits_str : "", sem ? " permits" : "",
+                "lock %.*s: asked for as %s%s%s%s, but Redis holds it as %.*s",
+                (int)l->keylen, l->key, l->kind->noun, permits ? " of " : "",
+                permits ? l->permits_str : "", permits ? " permits" : "",
                 (int)r->element[1]->len, r->element[1]->str);
         rc = LW_EINVAL;
     } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&

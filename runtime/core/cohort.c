@@ -38,9 +38,10 @@
  * section's release through Redis waits for the checks.  A check that
  * finds the key gone ends the run's hand-offs (the next holder learns its
  * own verdict from Redis).
- * Only mutexes take part: a read lock is shared anyway, a semaphore has
- * several holders, and a sibling thread taking a key within its minimum hold
- * would defeat the hold.
+ * Only kinds that allow it take part (LW_KIND_HANDOFF, the mutex: a read
+ * lock is shared anyway, a semaphore has several holders), and no lock with
+ * a minimum hold: a sibling thread taking the key within it would defeat
+ * the hold.
  */
 #include "core/cohort.h"
 
@@ -57,6 +58,7 @@
 #include "base/hash.h"
 #include "base/stats.h"
 #include "core/backend.h"
+#include "core/kind.h"
 
 #define BUCKETS 64
 
@@ -106,7 +108,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static int takes_part(const struct lw_lease *l)
 {
-    return l->cfg->local_handoffs > 0 && !l->reader && l->permits == 0 &&
+    return l->cfg->local_handoffs > 0 && (l->kind->flags & LW_KIND_HANDOFF) &&
            l->hold_ms == 0;
 }
 

@@ -19,7 +19,7 @@
 
 /*
  * n fences for sections l is handed on to, in one script that counts them
- * only while the key holds l's token (scripts.c, handfences_lua): each is
+ * only while the key holds l's token (kind_mutex.c, handfences_lua): each is
  * above the fence of every holder before, and below the next holder's,
  * whose fence is minted only once the key has left our token.  A replayed
  * script leaves a gap only.

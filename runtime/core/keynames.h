@@ -18,8 +18,8 @@
 #define LW_FENCE_FLOOR     1000000000000
 #define LW_FENCE_FLOOR_LUA LW__XSTR(LW_FENCE_FLOOR) /* lockweave.h */
 
-/* What a read lock's key holds while readers hold it (scripts.c).  Not hex,
- * so never a token.  Earlier builds' scripts wrote "R" (LW_READ_MARK_OLD)
+/* What a read lock's key holds while readers hold it (kind_read.c, lua.h).  Not
+ * hex, so never a token.  Earlier builds' scripts wrote "R" (LW_READ_MARK_OLD)
  * and kept readers' entries across a key set anew: these scripts take "R"
  * for a lock another owner holds, and those take this mark for one, so
  * readers of the two never share a key (docs/operations.md, upgrades). */

@@ -8,6 +8,7 @@
 #include "base/fork.h"
 #include "base/log.h"
 #include "base/numfmt.h"
+#include "core/kind.h"
 
 void lw__lease_init(struct lw_lease *l, const struct lw_backend *be,
                     const struct lw_settings *cfg, const char *key,
@@ -25,7 +26,7 @@ void lw__lease_init(struct lw_lease *l, const struct lw_backend *be,
     l->renews_left = opts->max_renew;
     l->hold_ms = opts->hold_at_least_ms;
     l->permits = opts->permits;
-    l->reader = (opts->flags & LW_LOCK_READ) != 0;
+    l->kind = lw__kind_for(opts);
     l->cohort = NULL;
     /* Only a semaphore's scripts send it: no formatting on a mutex's path. */
     l->permits_len =

@@ -15,6 +15,7 @@
  */
 struct lw_settings;
 struct lw_backend;
+struct lw_kind;
 struct lw_cohort;
 
 struct lw_lease {
@@ -22,6 +23,7 @@ struct lw_lease {
                                       renewal and release go to the same
                                       servers even after lw_configure() */
     const struct lw_backend *be;   /* how it is taken, renewed, released */
+    const struct lw_kind *kind;    /* what kind of lock (kind.h) */
     const char *key;               /* the full Redis key, prefix included */
     size_t keylen;
     size_t prefix_len; /* the prefix's length: key's first bytes */
@@ -37,7 +39,6 @@ struct lw_lease {
     uint32_t permits;    /* > 0: a semaphore's permit (opts->permits) */
     char permits_str[8]; /* permits in decimal */
     int permits_len;
-    int reader;               /* a read lock (LW_LOCK_READ) */
     struct lw_cohort *cohort; /* taken through it (cohort.c), given back
                                  through it; NULL if not */
     int64_t hold_until_ms;    /* a release before then keeps the key until

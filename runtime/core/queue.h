@@ -10,9 +10,13 @@
 /*
  * The queue backend: one server or a Redis Cluster, waiters queued fairly
  * in Redis and handed the lock on release (see backend.h for the contract;
- * scripts.c for what runs on the server).
+ * kind.h and kind_*.c for what runs on the server).
  */
 struct lw_names;
+
+/* How long one renewal call may follow cluster redirections and retries:
+ * the watchdog's round goes on to the other leases after it. */
+#define LW_RENEW_TRY_MS 250
 
 int lw__queue_acquire(struct lw_lease *l, const lw_lock_opts *opts,
                       uint64_t *fence);
@@ -28,10 +32,11 @@ int lw__queue_release_script(const struct lw_lease *l,
                              const struct lw_names *names, int64_t deadline_us,
                              redisReply **r, int *replayed);
 
-/* The same for any key and token under configuration s: what
- * lw__queue_release_script() sends, for a release that is not a lease's own
- * (lockweave-ctl's forced unlock).  Its reply: 1 released (and the next
- * waiter told), 2 released by an earlier run, 0 gone, -1 another owner's. */
+/* A mutex's release for any key and token under configuration s, for a
+ * release that is not a lease's own (lockweave-ctl's forced unlock): what
+ * kind_mutex.c sends.  LW_OK with *r an integer reply: 1 released (and the
+ * next waiter told), 2 released by an earlier run, 0 gone, -1 another
+ * owner's. */
 struct lw_settings;
 int lw__release_send(const struct lw_settings *s, const char *key,
                      size_t keylen, const char *token, size_t toklen,

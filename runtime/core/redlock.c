@@ -31,6 +31,7 @@
 #include "base/result.h"
 #include "net/conn.h"
 #include "topology/masters.h"
+#include "core/kind.h"
 #include "core/scripts.h"
 #include "base/stats.h"
 #include "core/token.h"
@@ -196,17 +197,15 @@ int lw__redlock_acquire(struct lw_lease *l, const lw_lock_opts *opts,
     int64_t deadline_us = start_us + (int64_t)opts->wait_ms * 1000;
     int rc, waited = 0;
 
-    /* Permits voted on by independent masters are not bounded by N: a
-     * holder needs a majority, not every master, so with 3 masters and
-     * N = 2, three holders can each win a different 2 while no master
-     * counts more than 2.  Not offered rather than unsafe; nor are read
-     * locks, whose readers' sets would need the same vote. */
-    if (opts->permits > 0 || (opts->flags & LW_LOCK_READ)) {
+    /* Only kinds whose holder is one token in one key can be voted on
+     * (kind.h; kind_sem.c says why a semaphore cannot, and a read lock's
+     * readers' set would need the same vote): the others are not offered
+     * rather than unsafe. */
+    if (!(l->kind->flags & LW_KIND_REDLOCK)) {
         lw__log(LW_LOG_ERROR,
-                "lock %.*s: %s need one Redis server or a Redis Cluster, "
+                "lock %.*s: %s needs one Redis server or a Redis Cluster, "
                 "not independent masters (Redlock)",
-                (int)l->keylen, l->key,
-                opts->permits > 0 ? "semaphores" : "read locks");
+                (int)l->keylen, l->key, l->kind->noun);
         return LW_ECONFIG;
     }
     rc = lw__masters_get(l->cfg, &m);

@@ -3,8 +3,9 @@
 
 #include "net/script.h"
 
-/* The Lua scripts that make each lock step atomic on the server (their
- * KEYS, ARGV and replies are described beside their text in scripts.c). */
+/* The Lua scripts that make each lock step atomic on the server, each kind's
+ * beside it (kind_mutex.c, kind_read.c, kind_sem.c: their KEYS, ARGV and
+ * replies are described beside their text; lua.h has what they share). */
 extern struct lw_script lw__script_renew;      /* a batch of leases */
 extern struct lw_script lw__script_release;    /* delete and hand off */
 extern struct lw_script lw__script_enqueue;    /* take, or queue for, a lock */

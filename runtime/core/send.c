@@ -33,3 +33,31 @@ int lw__send(struct lw_target *t, const struct lw_request *q,
     t->sent_us = t->conn->sent_us;
     return rc;
 }
+
+int lw__send_script(const struct lw_settings *cfg, struct lw_script *script,
+                    int nkeys, int nargs, const char *const *argv,
+                    const size_t *lens, int flags, int64_t deadline_us,
+                    redisReply **r, int *replayed)
+{
+    struct lw_target to;
+    int rep = 0, rc = lw__target_for(&to, cfg, argv[0], lens[0]);
+
+    *r = NULL;
+    if (rc == LW_OK)
+        rc = lw__send(&to,
+                      &(struct lw_request){.script = script,
+                                           .nkeys = nkeys,
+                                           .nargs = nargs,
+                                           .argv = argv,
+                                           .lens = lens,
+                                           .flags = flags},
+                      deadline_us, r, &rep);
+    *replayed |= rep;
+    if (rc == LW_OK && (*r)->type != REDIS_REPLY_INTEGER) {
+        freeReplyObject(*r);
+        rc = LW_EREDIS;
+    }
+    if (rc != LW_OK)
+        *r = NULL;
+    return rc;
+}

@@ -39,4 +39,14 @@ int lw__target_for(struct lw_target *t, const struct lw_settings *cfg,
 int lw__send(struct lw_target *t, const struct lw_request *q,
              int64_t deadline_us, redisReply **out, int *replayed);
 
+/* Run script (KEYS argv[0..nkeys), then nargs ARGV) on the node of
+ * argv[0]'s key under cfg, as lw__send() does: LW_OK with *r its integer
+ * reply (the caller frees it), LW_R_SPLIT (flags LW_REQ_SPLIT_OK: its keys
+ * are split by a slot migration), or an error (no usable answer), *r NULL.
+ * *replayed is set when it may have run twice, and left as it was else. */
+int lw__send_script(const struct lw_settings *cfg, struct lw_script *script,
+                    int nkeys, int nargs, const char *const *argv,
+                    const size_t *lens, int flags, int64_t deadline_us,
+                    redisReply **r, int *replayed);
+
 #endif

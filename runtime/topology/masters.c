@@ -2,7 +2,7 @@
  * Parallel round trips to the Redlock masters.
  *
  * hiredis contexts stay blocking (they are ordinary lw_conn connections, with
- * conn.c's connect, AUTH/SELECT, backoff, replay and NOSCRIPT rules); only the
+ * net/'s connect, AUTH/SELECT, backoff, replay and NOSCRIPT rules); only the
  * round is driven by hand: append + flush on every socket first, then poll()
  * them all and read whichever answers.  Connecting is still one master after
  * the other: a refused connection fails at once, and a master that timed out
@@ -163,7 +163,7 @@ static void send_all(struct round *rd)
         if (!rd->todo[i])
             continue;
         rd->todo[i] = 0;
-        /* Unreachable or backing off: conn.c has logged why; a write that
+        /* Unreachable or backing off: net/conn.c has logged why; a write that
          * failed may be replayed on a new connection in the next pass. */
         if (lw__conn_start(rd->m->conn[i], rd->q, &rd->x[i]) == LW_OK)
             rd->pending[i] = 1;

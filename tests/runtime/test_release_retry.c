@@ -1,6 +1,6 @@
 /*
- * A release whose reply was lost is sent again (conn.c replays it on a new
- * connection).  When the first run had handed the lock to a waiter, the
+ * A release whose reply was lost is sent again (net/exchange.c replays it on a
+ * new connection).  When the first run had handed the lock to a waiter, the
  * second finds the waiter's token in the key; the hand-off's receipt must
  * make it answer "released by me", not "another owner holds it" — or every
  * CLIENT KILL during a hand-off reports a spurious LW_ELOST (found by the

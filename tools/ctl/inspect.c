@@ -6,11 +6,12 @@
 
 #include "base/config.h"
 #include "core/keynames.h"
+#include "core/kind.h"
 #include "ctl.h"
 #include "net/conn.h"
 
 /* One queue member, "token|lease ms", scored by the server's clock in
- * microseconds when it joined (core/scripts.c). */
+ * microseconds when it joined (core/lua.h). */
 struct waiter {
     const char *token;
     size_t toklen;
@@ -151,33 +152,36 @@ static void print_waiters(struct ctl *c, const struct waiter *w, size_t n,
                w[i].lease_ms);
 }
 
-/* A lock shared by several holders: a semaphore (its key a sorted set of
- * holders and "n:<N>", which GET answers WRONGTYPE) or a read lock (its key
- * LW_READ_MARK, its readers in names->readers).  *holders: how many hold it
- * now; *permits: a semaphore's N, else -1.  LW_OK or an error. */
+/* A lock of a kind several hold at once (LW_KIND_SHARED): its holders are
+ * counted in its readers' set (LW_KIND_READERS) or in its key, a sorted set
+ * whose member "n:<N>" says N (LW_KIND_PERMITS).  *holders: how many hold
+ * it now; *permits: N, else -1.  LW_OK or an error. */
 static int shared_holders(const struct ctl *c, const struct ctl_key *k,
-                          const struct lw_names *names, int semaphore,
-                          long long *holders, long long *permits)
+                          const struct lw_names *names,
+                          const struct lw_kind *kind, long long *holders,
+                          long long *permits)
 {
-    const char *count[] = {"ZCOUNT", semaphore ? k->key : names->readers,
-                           "-inf", "(+inf"};
+    int readers = (kind->flags & LW_KIND_READERS) != 0;
+    int tagged = (kind->flags & LW_KIND_PERMITS) != 0;
+    const char *count[] = {"ZCOUNT", readers ? names->readers : k->key, "-inf",
+                           "(+inf"};
     const char *tag[] = {"ZRANGEBYSCORE", k->key, "+inf", "+inf"};
-    size_t clens[] = {6, semaphore ? k->len : names->readerslen, 4, 5};
+    size_t clens[] = {6, readers ? names->readerslen : k->len, 4, 5};
     size_t tlens[] = {13, k->len, 4, 4};
     struct lw_cmd cmds[2] = {{4, count, clens}, {4, tag, tlens}};
     redisReply *r[2] = {NULL};
-    int rc = ctl_send_key(c, k->key, k->len, cmds, semaphore ? 2 : 1, r);
+    int rc = ctl_send_key(c, k->key, k->len, cmds, tagged ? 2 : 1, r);
 
     *permits = -1;
     if (rc != LW_OK)
         return rc;
     if (!ctl_reply_int(r[0], holders))
         rc = LW_EREDIS;
-    if (semaphore && rc == LW_OK && r[1]->type == REDIS_REPLY_ARRAY &&
+    if (tagged && rc == LW_OK && r[1]->type == REDIS_REPLY_ARRAY &&
         r[1]->elements == 1 && r[1]->element[0]->type == REDIS_REPLY_STRING &&
         strncmp(r[1]->element[0]->str, "n:", 2) == 0)
         *permits = strtoll(r[1]->element[0]->str + 2, NULL, 10);
-    lw__replies_free(r, semaphore ? 2 : 1);
+    lw__replies_free(r, tagged ? 2 : 1);
     return rc;
 }
 
@@ -196,7 +200,7 @@ static int inspect_queue(struct ctl *c, const struct ctl_key *k)
     struct waiter *w = NULL;
     size_t nw = 0;
     long long ttl = -2, fence = -1, now_us = 0, holders = 1, permits = -1;
-    const char *kind = "mutex";
+    const struct lw_kind *kind;
     char text[512];
     int rc, ncmds = k->prefixed ? 5 : 4, held;
 
@@ -215,16 +219,17 @@ static int inspect_queue(struct ctl *c, const struct ctl_key *k)
     rc = ctl_send_key(c, k->key, k->len, cmds, ncmds, r);
     if (rc != LW_OK)
         goto cleanup;
-    if (r[0]->type == REDIS_REPLY_ERROR &&
-        strncmp(r[0]->str, "WRONGTYPE", 9) == 0) {
-        kind = "semaphore"; /* held while it exists: a set with holders */
-        freeReplyObject(r[0]);
-        r[0] = NULL;
-        rc = shared_holders(c, k, &names, 1, &holders, &permits);
-    } else if (r[0]->type == REDIS_REPLY_STRING &&
-               lw__read_marked(r[0]->str, r[0]->len)) {
-        kind = "read";
-        rc = shared_holders(c, k, &names, 0, &holders, &permits);
+    /* The kinds say whose key it is (a key nobody holds shows as a mutex,
+     * the kind every other builds on). */
+    kind = lw__kind_of(r[0]);
+    if (kind == NULL)
+        kind = &lw__kind_mutex;
+    if (kind->flags & LW_KIND_SHARED) {
+        if (r[0]->type == REDIS_REPLY_ERROR) { /* a set: held while it is */
+            freeReplyObject(r[0]);
+            r[0] = NULL;
+        }
+        rc = shared_holders(c, k, &names, kind, &holders, &permits);
     }
     if (rc != LW_OK)
         goto cleanup;
@@ -253,7 +258,7 @@ static int inspect_queue(struct ctl *c, const struct ctl_key *k)
         print_head(c, k);
         out_json_str(&c->j, "topology", cluster ? "cluster" : "single");
         out_json_bool(&c->j, "held", held);
-        out_json_str(&c->j, "kind", kind);
+        out_json_str(&c->j, "kind", kind->name);
         out_json_int(&c->j, "holders", held ? holders : 0);
         if (permits >= 0)
             out_json_int(&c->j, "permits", permits);
@@ -278,13 +283,13 @@ static int inspect_queue(struct ctl *c, const struct ctl_key *k)
         print_head(c, k);
         if (!held)
             printf("held     no\n");
-        else if (strcmp(kind, "semaphore") == 0)
-            printf("held     yes, %lld of %lld permits (semaphore), the last "
+        else if (kind->flags & LW_KIND_PERMITS)
+            printf("held     yes, %lld of %lld permits (%s), the last "
                    "lease ends in %lld ms\n",
-                   holders, permits, ttl);
-        else if (strcmp(kind, "read") == 0)
-            printf("held     yes, by %lld readers (read lock), %lld ms left\n",
-                   holders, ttl);
+                   holders, permits, kind->name, ttl);
+        else if (kind->flags & LW_KIND_READERS)
+            printf("held     yes, by %lld readers (%s lock), %lld ms left\n",
+                   holders, kind->name, ttl);
         else if (ttl >= 0)
             printf("held     yes, %lld ms left\n", ttl);
         else

@@ -9,6 +9,7 @@
 
 #include "base/config.h"
 #include "core/keynames.h"
+#include "core/kind.h"
 #include "core/queue.h"
 #include "core/scripts.h"
 #include "ctl.h"
@@ -60,6 +61,7 @@ static int unlock_queue(struct ctl *c, const struct ctl_key *k)
     size_t glens[] = {3, k->len}, plens[] = {4, k->len}, zlens[] = {5, 0};
     struct lw_cmd cmds[3];
     redisReply *r[3] = {NULL}, *rel = NULL;
+    const struct lw_kind *kind;
     long long ttl = -2, waiters = -1, verdict;
     char what[96], text[512];
     int rc, replayed = 0;
@@ -75,17 +77,13 @@ static int unlock_queue(struct ctl *c, const struct ctl_key *k)
     rc = ctl_send_key(c, k->key, k->len, cmds, 3, r);
     if (rc != LW_OK)
         goto cleanup;
-    /* A semaphore's key is a sorted set (GET answers WRONGTYPE); a read
-     * lock's holds LW_READ_MARK: each has many holders, and breaking them is
-     * not a release any of them would send. */
-    if ((r[0]->type == REDIS_REPLY_ERROR &&
-         strncmp(r[0]->str, "WRONGTYPE", 9) == 0) ||
-        (r[0]->type == REDIS_REPLY_STRING &&
-         lw__read_marked(r[0]->str, r[0]->len))) {
+    /* A kind several hold at once: breaking it is not a release any of
+     * them would send. */
+    kind = lw__kind_of(r[0]);
+    if (kind != NULL && (kind->flags & LW_KIND_SHARED)) {
         ctl_error("the key is %s: unlock --force breaks a lock of one "
                   "holder, not one shared by several; their leases end it",
-                  r[0]->type == REDIS_REPLY_ERROR ? "a semaphore"
-                                                  : "a read lock");
+                  kind->noun);
         rc = CTL_SHARED;
         goto cleanup;
     }

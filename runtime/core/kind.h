@@ -1,0 +1,87 @@
+#ifndef LW_KIND_H
+#define LW_KIND_H
+
+#include <hiredis/hiredis.h>
+#include <lockweave.h>
+#include <stdint.h>
+
+#include "net/script.h"
+
+/*
+ * A lock kind: what one kind of lock (a mutex, a read lock, a semaphore)
+ * adds to the queue protocol's calls, in one description, as Redis's
+ * command table describes a command.  acquire.c, release.c and renew.c run
+ * the protocol and ask the lease's kind what to send; the cohorts, Redlock
+ * and the guard ask it what it allows; lockweave-ctl asks the kinds which
+ * of them a key it finds belongs to.  Each kind is one file, kind_<name>.c,
+ * with its scripts beside it; runtime/README.md says how a new one is
+ * added.
+ */
+struct lw_lease;
+struct lw_names;
+
+/* What a kind is and allows (lw_kind.flags). */
+#define LW_KIND_PLAIN_TRY                                                      \
+    0x01u /* a first try by SET NX and INCR, before                            \
+             the acquire-or-queue script */
+#define LW_KIND_READERS                                                        \
+    0x02u /* its scripts take the readers' set after                           \
+             the common KEYS; lockweave-ctl counts its                         \
+             holders there (else in the key itself) */
+#define LW_KIND_PERMITS                                                        \
+    0x04u /* its acquire-or-queue takes N (permits)                            \
+             after the common ARGV */
+#define LW_KIND_SHARED                                                         \
+    0x08u                     /* several hold it at once: lockweave-ctl        \
+                                 shows its holders, and unlock --force         \
+                                 does not break it */
+#define LW_KIND_REDLOCK 0x10u /* may be taken on independent masters */
+#define LW_KIND_HANDOFF                                                        \
+    0x20u /* may be handed from thread to thread of a                          \
+             process, in memory (cohort.c) */
+
+struct lw_kind {
+    const char *name; /* as lockweave-ctl shows it: "mutex", "read", ... */
+    const char *noun; /* in messages: "a mutex", "a read lock", ... */
+    unsigned flags;   /* LW_KIND_... */
+    /* Acquire-or-queue (acquire.c): KEYS lock, queue, fence, alive key
+     * [, readers]; ARGV token, lease ms, join, queue ttl ms, alive ms
+     * [, N].  {fence, lease left ms} when ours, {-1 - holder's TTL, our
+     * entry} when busy, {0, what Redis holds} when the key is another
+     * kind's. */
+    struct lw_script *enqueue;
+    /* Renewal of many leases in one call (renew.c): KEYS the locks, ARGV
+     * their tokens then lease ms; one 1 (renewed) or 0 (not ours) per key.
+     * NULL: each lease alone, by renew_one(). */
+    struct lw_script *renew;
+    /* Renew l alone (the watchdog's thread): LW_OK, LW_ELOST, or LW_EREDIS
+     * when no usable answer came.  NULL when renew is set. */
+    int (*renew_one)(const struct lw_lease *l);
+    /* Give l back (hold_ms 0, the next waiter told) or keep it hold_ms
+     * longer (the rest of a minimum hold), following redirections until
+     * deadline_us: LW_OK with *r an integer reply the caller frees — 1
+     * released, 2 released by an earlier run of this release, 0 gone, -1
+     * another owner's — or an error. */
+    int (*release)(const struct lw_lease *l, const struct lw_names *n,
+                   int64_t hold_ms, int64_t deadline_us, redisReply **r,
+                   int *replayed);
+    /* lockweave-ctl: does a lock key whose GET was answered so hold a lock
+     * of this kind? */
+    int (*owns)(const redisReply *get);
+};
+
+extern const struct lw_kind lw__kind_mutex; /* kind_mutex.c */
+extern const struct lw_kind lw__kind_read;  /* kind_read.c */
+extern const struct lw_kind lw__kind_sem;   /* kind_sem.c */
+
+/* Every kind, NULL-terminated (kind.c): for tools that tell them apart. */
+extern const struct lw_kind *const lw__kinds[];
+
+/* The kind opts asks for. */
+const struct lw_kind *lw__kind_for(const lw_lock_opts *opts);
+
+/* The kind a lock key whose GET was answered so belongs to; NULL when none
+ * claims it. */
+const struct lw_kind *lw__kind_of(const redisReply *get);
+
+#endif

@@ -1,0 +1,50 @@
+#ifndef LW_RELEASE_H
+#define LW_RELEASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/numfmt.h"
+#include "net/script.h"
+
+/*
+ * What every kind's release script takes (release.c builds it, kind_*.c
+ * send it): KEYS lock, queue, fence [, readers]; ARGV token, mailbox ms,
+ * hand-off age ms, alive-key prefix, receipt ms [, hold ms].
+ */
+struct lw_settings;
+struct lw_names;
+
+struct lw_release_args {
+    const char *argv[10];
+    size_t lens[10];
+    int nkeys, nargs; /* argv holds nkeys KEYS, then nargs ARGV */
+    char handoff[LW_FMT_U64_MAX], receipt[LW_FMT_U64_MAX];
+    char hold[LW_FMT_U64_MAX];
+};
+
+/* Fill a for token's release of key (n: its companion keys) under s: with
+ * the readers' set when readers, a receipt unless no_receipt, and the hold
+ * argument when hold_ms >= 0.  a keeps pointers to key, token and n. */
+void lw__release_args(struct lw_release_args *a, const struct lw_settings *s,
+                      const char *key, size_t keylen, const char *token,
+                      size_t toklen, const struct lw_names *n, int readers,
+                      int no_receipt, int64_t hold_ms);
+
+/* What a release does where a slot migration splits its keys (kind_*.c):
+ * the same with fewer keys, hold the hold argument ("0": give back). */
+struct lw_lease;
+typedef int (*lw_split_fn)(const struct lw_lease *l, const struct lw_names *n,
+                           const char *hold, int64_t deadline_us,
+                           struct redisReply **r, int *replayed);
+
+/* A kind's release whose script takes the hold (a semaphore's, a read
+ * lock's): script with lw__release_args() (readers: with the readers' set),
+ * and split when a migration keeps its keys from one script.  As
+ * lw_kind.release. */
+int lw__release_with(const struct lw_lease *l, const struct lw_names *n,
+                     int64_t hold_ms, struct lw_script *script, int readers,
+                     lw_split_fn split, int64_t deadline_us,
+                     struct redisReply **r, int *replayed);
+
+#endif
