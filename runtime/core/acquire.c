@@ -405,7 +405,10 @@ static int await_mail(struct attempt *a, int64_t timeout_us, uint64_t *fence,
  * Redis refuses BLPOP (an ACL without it), so that every wait does not fail
  * and log the same way.  Another configuration may be another server or
  * user: it starts without the flag.  A lost connection only makes the wait
- * it happened in poll. */
+ * it happened in poll.  Shared by every thread, read and written with
+ * relaxed atomics, no lock: the two fields may be seen out of step for a
+ * moment, which costs one wait a poll or a BLPOP more, never a wrong
+ * answer (either way the wait goes on). */
 static int64_t mailbox_off_until_us;
 static unsigned mailbox_off_gen;
 
@@ -497,7 +500,8 @@ static void give_back(struct attempt *a)
 }
 
 /* The last key this thread waited for, by hash, and until when to treat it
- * as contended. */
+ * as contended.  Per thread, no lock: only a hint for which request to send
+ * first (a hash collision costs one script instead of a pipeline). */
 static _Thread_local struct {
     uint64_t hash;
     int64_t until_us;
