@@ -3,7 +3,7 @@
 # lockweave and every peer of the peer harness with a LAN's round trip.
 #
 # Every client talks to one private redis-server through lw_delay_proxy
-# (bench/lan/delay_proxy.c), which holds each byte --delay-us (default 250)
+# (bench/delay_proxy.c), which holds each byte --delay-us (default 250)
 # in each direction: a round trip of about 0.5 ms plus loopback, as between
 # hosts on one LAN.  Workloads: the harness's uncontended, contended and
 # spread (8 processes) for lockweave (bench/lw_bench_driver.c, REDIS_LOCK
@@ -67,7 +67,7 @@ bench_build "$out/cmake" lw_bench_driver hand_threads lw_bench_bound \
 driver=$out/cmake/bench/lw_bench_driver
 bound=$out/cmake/bench/lw_bench_bound
 hand_threads=$out/cmake/bench/threads/hand_threads
-proxy=$out/cmake/bench/lan/lw_delay_proxy
+proxy=$out/cmake/bench/lw_delay_proxy
 
 bench_peers_copy "$out/peers" setup.sh
 bash "$out/peers/setup.sh" >&2

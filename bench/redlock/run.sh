@@ -8,9 +8,10 @@
 # single-server mode for comparison).  Uncontended: one process, one key;
 # contended: 4 processes, one key, a read-modify-write counter that counts
 # violations.  Servers are started here on free loopback ports and stopped by
-# their PIDs.  --latency MS puts each server behind delay_proxy.py, which holds
-# every chunk MS in each direction (a round trip of 2 x MS, as across hosts):
-# what a parallel round costs against one server.  Output:
+# their PIDs.  --latency MS puts each server behind its own lw_delay_proxy
+# (bench/delay_proxy.c), which holds every byte MS in each direction (a round
+# trip of 2 x MS, as across hosts): what a parallel round costs against one
+# server.  Output:
 # build/bench-redlock/redlock.jsonl and a table on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -34,8 +35,9 @@ done
 
 # shellcheck source=bench/lib.sh
 . "$root/bench/lib.sh"
-bench_build "$out/cmake" lw_bench_driver
+bench_build "$out/cmake" lw_bench_driver lw_delay_proxy
 driver=$out/cmake/bench/lw_bench_driver
+proxy=$out/cmake/bench/lw_delay_proxy
 
 tmp=$(mktemp -d)
 pids=()
@@ -57,17 +59,13 @@ for i in 1 2 3 4 5; do
   lockport=$port
   if ((latency > 0)); then
     lockport=$(bench_free_port)
-    python3 "$root/bench/redlock/delay_proxy.py" "$lockport" "$port" \
-      "$latency" &
+    "$proxy" "$lockport" "$port" "$((latency * 1000))" &
     pids+=($!)
   fi
   lockports+=("$lockport")
 done
-for port in "${ports[@]}"; do
-  for _ in $(seq 100); do
-    redis-cli -p "$port" ping >/dev/null 2>&1 && break
-    sleep 0.05
-  done
+for port in "${lockports[@]}"; do # the servers, through their proxies
+  bench_wait_ping "$port"
 done
 
 url_of() { # url_of N: the first N servers as a LOCKWEAVE_REDIS_URL
@@ -75,13 +73,6 @@ url_of() { # url_of N: the first N servers as a LOCKWEAVE_REDIS_URL
   for ((i = 0; i < $1; i++)); do u+=("redis://127.0.0.1:${lockports[$i]}"); done
   (IFS=,; echo "${u[*]}")
 }
-
-for port in "${lockports[@]}"; do # the proxies listen
-  for _ in $(seq 100); do
-    redis-cli -p "$port" ping >/dev/null 2>&1 && break
-    sleep 0.05
-  done
-done
 
 : >"$out/redlock.jsonl"
 for n in 1 3 5; do
@@ -103,4 +94,7 @@ for r in rows:
     print(f"{r['impl'].split('-')[1]:>7} {r['workload']:<12} {r['procs']:>5} "
           f"{r['sections']:>8} {r['ops_per_s']:>7.0f} {r['p50_us']:>7} "
           f"{r['p99_us']:>7} {r['violations']:>10} {r['failed']:>6}")
+viol = sum(r["violations"] for r in rows)
+print(f"violations (all runs): {viol}")
+sys.exit(1 if viol else 0)
 PY

@@ -2,7 +2,9 @@
  * lw_delay_proxy LISTEN_PORT TARGET_PORT [DELAY_US]: a loopback TCP proxy
  * that holds every byte DELAY_US microseconds (default 250) in each
  * direction before passing it on, so that a local redis-server answers like
- * one a network round trip of 2 x DELAY_US away.  For bench/lan/run.sh.
+ * one a network round trip of 2 x DELAY_US away.  For bench/lan/run.sh
+ * (one proxy before one server) and bench/redlock/run.sh --latency (one
+ * before each master).
  *
  * One thread, one epoll loop, no busy waiting: what is read is stamped with
  * its due time and put on one queue; since the delay is the same for every
