@@ -1,8 +1,9 @@
 /*
  * lockweave-ctl on a 3-master Redis Cluster: list finds the locks of every
  * master (each reported on the master that serves its slot), inspect reads
- * a key's lock, queue and slot fence counter on its master, and unlock
- * breaks a lock on each master, handing it to a waiter on one of them.
+ * a key's lock, queue and slot fence counter on its master, unlock
+ * breaks a lock on each master, handing it to a waiter on one of them, and
+ * list shows a semaphore and a read lock with their kinds.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -102,6 +103,45 @@ static int queue_has_one(void *arg)
 
     snprintf(q, sizeof q, "{lock:%s}:q", (const char *)arg);
     return int_on_master("ZCARD", q) == 1;
+}
+
+/* A semaphore and a read lock, each on the master of its slot: list finds
+ * them with their kinds, counting their holders there. */
+static void list_shared(void)
+{
+    lw_lock_opts sem = {.expire_ms = 10000, .permits = 2};
+    lw_lock_opts rd = {.expire_ms = 10000, .flags = LW_LOCK_READ};
+    static const char *const key[] = {"cs:read", "cs:sem"};
+    struct ctl_run r;
+    lw_guard g[2];
+    const jv *locks;
+    jv *j;
+
+    CHECK_RC(lw_lock(&g[0], key[0], strlen(key[0]), &rd), LW_OK);
+    CHECK_RC(lw_lock(&g[1], key[1], strlen(key[1]), &sem), LW_OK);
+    ctl_run(&r, cl.url, CTL_IN_NULL, NULL, "--json", "list", "cs:*", NULL);
+    CHECK_EQ(r.status, 0);
+    j = ctl_json(&r);
+    locks = jv_get(j, "locks");
+    CHECK(locks != NULL && locks->type == 'a' && locks->n == 2);
+    for (int i = 0; i < 2; i++) {
+        char full[32];
+
+        snprintf(full, sizeof full, "lock:%s", key[i]);
+        CHECK_STR(jv_str(locks->items[i], "key"), key[i]);
+        CHECK_STR(jv_str(locks->items[i], "kind"), i ? "semaphore" : "read");
+        CHECK_EQ(jv_int(locks->items[i], "holders"), 1);
+        CHECK_EQ(url_port(jv_str(locks->items[i], "master")),
+                 master_port(full));
+    }
+    CHECK_EQ(jv_int(locks->items[1], "permits"), 2);
+    jv_free(j);
+    ctl_run_free(&r);
+    CHECK_RC(lw_guard_leave(&g[1]), LW_OK);
+    CHECK_RC(lw_guard_leave(&g[0]), LW_OK);
+    ctl_run(&r, cl.url, CTL_IN_NULL, NULL, "list", "cs:*", NULL);
+    CHECK_EQ(r.status, 1);
+    ctl_run_free(&r);
 }
 
 int main(int argc, char **argv)
@@ -210,6 +250,7 @@ int main(int argc, char **argv)
     ctl_run(&r, cl.url, CTL_IN_NULL, NULL, "list", "c:*", NULL);
     CHECK_EQ(r.status, 1);
     ctl_run_free(&r);
+    list_shared();
 
     lw_shutdown();
     rh_cluster_stop(&cl);

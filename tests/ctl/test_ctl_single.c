@@ -5,6 +5,7 @@
  * LW_ELOST, the live waiter is handed the lock at once, the dead one
  * skipped), a lock that changed hands while the prompt waited left alone,
  * list over many SCAN pages with lockweave's companion keys left out,
+ * list showing semaphores and read locks with their kinds,
  * binary keys escaped, and the exit statuses of bad URLs, unreachable
  * servers and bad command lines, passwords never shown.
  */
@@ -413,6 +414,67 @@ static void list_many(void)
     ctl_run_free(&r);
 }
 
+/* list finds the locks of kinds several hold at once: a semaphore (its key a
+ * sorted set) and a read lock (its holders in the readers' set), each held
+ * while someone holds it and shown with its kind and holders. */
+static void list_shared(void)
+{
+    lw_lock_opts sem = {.expire_ms = 10000, .permits = 3};
+    lw_lock_opts rd = {.expire_ms = 10000, .flags = LW_LOCK_READ};
+    struct ctl_run r;
+    lw_guard gs, gr;
+    const jv *locks;
+    jv *j;
+
+    CHECK_RC(lw_lock(&gs, "sem:1", 5, &sem), LW_OK);
+    CHECK_RC(lw_lock(&gr, "sem:2", 5, &rd), LW_OK);
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "list", "sem:*", NULL);
+    CHECK_EQ(r.status, 0);
+    CHECK(strstr(r.out, "\"sem:1\"  semaphore, 1 of 3 permits, ") != NULL);
+    CHECK(strstr(r.out, "\"sem:2\"  read lock, 1 reader, ") != NULL);
+    CHECK(strstr(r.out, "2 locks held") != NULL);
+    ctl_run_free(&r);
+
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "--json", "list", "sem:*", NULL);
+    CHECK_EQ(r.status, 0);
+    j = ctl_json(&r);
+    CHECK_EQ(jv_int(j, "held"), 2);
+    locks = jv_get(j, "locks");
+    CHECK(locks != NULL && locks->type == 'a' && locks->n == 2);
+    CHECK_STR(jv_str(locks->items[0], "key"), "sem:1");
+    CHECK_STR(jv_str(locks->items[0], "kind"), "semaphore");
+    CHECK_EQ(jv_int(locks->items[0], "holders"), 1);
+    CHECK_EQ(jv_int(locks->items[0], "permits"), 3);
+    CHECK_RANGE(jv_int(locks->items[0], "ttl_ms"), 1, 10000);
+    CHECK_STR(jv_str(locks->items[1], "key"), "sem:2");
+    CHECK_STR(jv_str(locks->items[1], "kind"), "read");
+    CHECK_EQ(jv_int(locks->items[1], "holders"), 1);
+    CHECK(jv_get(locks->items[1], "permits") == NULL);
+    CHECK_RANGE(jv_int(locks->items[1], "ttl_ms"), 1, 10000);
+    jv_free(j);
+    ctl_run_free(&r);
+
+    /* A mutex says its kind in JSON too. */
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "--json", "list", "bulk:1", NULL);
+    CHECK_EQ(r.status, 0);
+    j = ctl_json(&r);
+    locks = jv_get(j, "locks");
+    CHECK(locks != NULL && locks->n == 1);
+    CHECK_STR(jv_str(locks->items[0], "kind"), "mutex");
+    CHECK_EQ(jv_int(locks->items[0], "holders"), 1);
+    jv_free(j);
+    ctl_run_free(&r);
+
+    /* Given back: the semaphore's key may stay (it records N), but no
+     * permit is held and nothing is listed. */
+    CHECK_RC(lw_guard_leave(&gr), LW_OK);
+    CHECK_RC(lw_guard_leave(&gs), LW_OK);
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "list", "sem:*", NULL);
+    CHECK_EQ(r.status, 1);
+    CHECK(strstr(r.out, "0 locks held") != NULL);
+    ctl_run_free(&r);
+}
+
 static void bad_config_and_usage(void)
 {
     static const struct {
@@ -515,6 +577,7 @@ int main(int argc, char **argv)
     held_waiters_unlock();
     changed_hands();
     list_many();
+    list_shared();
     other_prefix();
     shared_kinds();
     bad_config_and_usage();

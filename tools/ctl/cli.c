@@ -59,7 +59,9 @@ static int usage(const char *why)
     return CTL_USAGE;
 }
 
-int main(int argc, char **argv)
+/* The options into c.  -1 to go on with the command at argv[optind],
+ * else the exit status (--help, --version, a usage error). */
+static int parse_options(int argc, char **argv, struct ctl *c)
 {
     enum { O_JSON = 256, O_PREFIX, O_RAW, O_ESCAPED, O_COUNT, O_VERSION };
     static const struct option longopts[] = {
@@ -73,39 +75,35 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, O_VERSION},
         {NULL, 0, NULL, 0}};
-    struct ctl c;
-    const char *cmd, *arg = NULL;
     char *end;
-    int opt, rc;
+    int opt;
 
-    memset(&c, 0, sizeof c);
-    c.scan_count = 100;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "yfh", longopts, NULL)) != -1) {
         switch (opt) {
         case O_JSON:
-            c.json = 1;
+            c->json = 1;
             break;
         case O_PREFIX:
-            c.prefix = optarg;
+            c->prefix = optarg;
             break;
         case O_RAW:
-            c.raw = 1;
+            c->raw = 1;
             break;
         case O_ESCAPED:
-            c.escaped = 1;
+            c->escaped = 1;
             break;
         case O_COUNT:
-            c.scan_count = strtol(optarg, &end, 10);
-            if (*optarg == '\0' || *end != '\0' || c.scan_count < 1 ||
-                c.scan_count > 1000000)
+            c->scan_count = strtol(optarg, &end, 10);
+            if (*optarg == '\0' || *end != '\0' || c->scan_count < 1 ||
+                c->scan_count > 1000000)
                 return usage("--scan-count takes a number, 1 to 1000000");
             break;
         case 'y':
-            c.yes = 1;
+            c->yes = 1;
             break;
         case 'f':
-            c.force = 1;
+            c->force = 1;
             break;
         case 'h':
             fputs(usage_text, stdout);
@@ -118,25 +116,48 @@ int main(int argc, char **argv)
                                 : "unknown option");
         }
     }
+    return -1;
+}
+
+/* The command and its argument (*arg: list's default pattern, else NULL
+ * when none was given).  -1 when they make sense, else CTL_USAGE. */
+static int parse_command(int argc, char **argv, const struct ctl *c,
+                         const char **cmd, const char **arg)
+{
     if (optind >= argc)
         return usage("a command is needed: inspect, list or unlock");
-    cmd = argv[optind++];
-    if (optind < argc)
-        arg = argv[optind++];
+    *cmd = argv[optind++];
+    *arg = optind < argc ? argv[optind++] : NULL;
     if (optind < argc)
         return usage("too many arguments");
-    if (strcmp(cmd, "list") == 0) {
-        if (arg == NULL)
-            arg = "*";
-    } else if (strcmp(cmd, "inspect") == 0 || strcmp(cmd, "unlock") == 0) {
-        if (arg == NULL)
+    if (strcmp(*cmd, "list") == 0) {
+        if (*arg == NULL)
+            *arg = "*";
+    } else if (strcmp(*cmd, "inspect") == 0 || strcmp(*cmd, "unlock") == 0) {
+        if (*arg == NULL)
             return usage("which KEY?");
-        if (cmd[0] == 'u' && !c.force)
+        if ((*cmd)[0] == 'u' && !c->force)
             return usage("unlock breaks a lock its holder still runs under: "
                          "it needs --force");
     } else {
         return usage("unknown command: not inspect, list or unlock");
     }
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    struct ctl c;
+    const char *cmd = NULL, *arg = NULL;
+    int rc;
+
+    memset(&c, 0, sizeof c);
+    c.scan_count = 100;
+    rc = parse_options(argc, argv, &c);
+    if (rc < 0)
+        rc = parse_command(argc, argv, &c, &cmd, &arg);
+    if (rc >= 0)
+        return rc;
 
     rc = ctl_setup(&c);
     if (rc != CTL_OK)

@@ -1,9 +1,11 @@
 /*
  * lockweave-ctl: look at and break lockweave's locks in Redis, through the
  * runtime's own code for the URL, the key names, the routing and the
- * release script.  One file per job: cli.c (command line, main), servers.c
- * (configuration and where commands go), inspect.c, list.c, unlock.c, and
- * out.c (escaping, JSON).
+ * release script, lent by its admin.h.  One file per job: cli.c (command
+ * line, main), servers.c (configuration, keys, what Redis answered),
+ * kinds.c (who holds a lock several may hold), inspect.c, list.c,
+ * unlock.c, redlock.c (one key on every Redlock master) and out.c
+ * (escaping, JSON).
  */
 #ifndef LW_CTL_H
 #define LW_CTL_H
@@ -11,6 +13,7 @@
 #include <hiredis/hiredis.h>
 #include <stddef.h>
 
+#include "admin.h" /* runtime/tool/admin.h: the runtime's one header here */
 #include "out.h"
 
 /* Exit statuses (the man page and --help list them). */
@@ -27,9 +30,6 @@ enum {
                          left alone */
 };
 
-struct lw_settings;
-struct lw_url;
-
 struct ctl {
     int json;           /* --json */
     int raw;            /* --raw: KEY and PATTERN name whole Redis keys */
@@ -38,8 +38,8 @@ struct ctl {
     int force;          /* --force */
     long scan_count;    /* --scan-count: SCAN's COUNT */
     const char *prefix; /* --prefix, or NULL: the library's */
-    const struct lw_settings *s; /* after ctl_setup() */
-    struct out_json j;           /* with json */
+    struct lw_admin_config cfg; /* after ctl_setup() */
+    struct out_json j;          /* with json */
 };
 
 /* A lock key as Redis names it. */
@@ -53,7 +53,7 @@ struct ctl_key {
 
 /* servers.c */
 
-/* Read LOCKWEAVE_REDIS_URL and the prefix into c->s as the library would,
+/* Read LOCKWEAVE_REDIS_URL and the prefix into c->cfg as the library would,
  * saying what is wrong on stderr.  CTL_OK or CTL_CONFIG. */
 int ctl_setup(struct ctl *c);
 
@@ -85,35 +85,9 @@ int ctl_key_run(struct ctl *c, const char *arg, ctl_key_fn *one,
 /* The exit status for a runtime result (LW_E...). */
 int ctl_exit_for(int lw_rc);
 
-/* Send a pipeline of plain commands about key to the server that has it
- * (the one server, or in a Cluster its slot's master, following
- * redirections), as the runtime sends its own.  replies[0..ncmds) are set
- * (the caller frees them); an error reply comes back as it is.  LW_OK or a
- * negative LW_E... code (logged). */
-struct lw_cmd;
-int ctl_send_key(const struct ctl *c, const char *key, size_t keylen,
-                 const struct lw_cmd *cmds, int ncmds, redisReply **replies);
-
-/* The same to one server, on connection *conn (opened on first use; free
- * it with ctl_conn_free()). */
-struct lw_conn;
-int ctl_send_to(const struct lw_url *u, struct lw_conn **conn,
-                const struct lw_cmd *cmds, int ncmds, redisReply **replies);
-void ctl_conn_free(struct lw_conn *conn);
-
-/* Any request (a script) to one server that way; error replies are the
- * request's flags' business. */
-struct lw_request;
-int ctl_request_to(const struct lw_url *u, struct lw_conn **conn,
-                   const struct lw_request *q, redisReply **replies);
-
-/* The masters that hold keys: the one server, Redlock's masters, or a
- * Cluster's masters by its slot map (learnt now).  *out points into the
- * runtime's state; LW_OK or why the map could not be had. */
-int ctl_masters(const struct ctl *c, const struct lw_url **out, int *n);
-
-/* u as text, its password masked. */
-void ctl_describe(const struct lw_url *u, char *buf, size_t len);
+/* Say "Redis answered: ..." for the first error reply among r[0..n) (NULL
+ * entries skipped).  LW_OK when there is none, else LW_EREDIS. */
+int ctl_reply_errors(redisReply *const *r, int n);
 
 /* Whether a reply is the integer or string it should be. */
 int ctl_reply_int(const redisReply *r, long long *v);
@@ -132,25 +106,54 @@ enum {
 };
 struct ctl_master {
     const struct lw_url *url;
-    int state;         /* CTL_M_... */
-    long long ttl;     /* PTTL, when it has the key */
-    redisReply *token; /* the key's value, when it has it */
-    redisReply *error; /* the error reply */
+    struct lw_conn *conn; /* opened on first use */
+    int state;            /* CTL_M_... */
+    long long ttl;        /* PTTL, when it has the key */
+    redisReply *token;    /* the key's value, when it has it */
+    redisReply *error;    /* the error reply */
 };
 
-/* GET and PTTL of k on every master (conns[i]: master i's connection,
- * opened on first use), into m[0..n); *holders: how many hold the token
- * most of them hold.  Returns how many could tell (held, other or free). */
+/* One key on every master. */
+struct ctl_redlock {
+    int n;       /* masters */
+    int quorum;  /* more than half of them */
+    int holders; /* how many hold the token most of them hold */
+    int told;    /* how many could tell: held, other or free */
+    struct ctl_master m[LW_ADMIN_MASTERS_MAX];
+};
+
+/* GET and PTTL of k on every master, into rl (free it with
+ * ctl_redlock_free() whatever this returns).  LW_OK or LW_ENOMEM. */
 int ctl_redlock_read(const struct ctl *c, const struct ctl_key *k,
-                     struct lw_conn **conns, struct ctl_master *m,
-                     int *holders);
-/* Free m's replies and the connections. */
-void ctl_redlock_free(struct ctl_master *m, struct lw_conn **conns, int n);
+                     struct ctl_redlock *rl);
+/* Free rl's replies and connections. */
+void ctl_redlock_free(struct ctl_redlock *rl);
 const char *ctl_master_state(int state);
 
 /* Which of tok[0..n) (NULL: none) most are equal to: its index in *best
  * (-1: none), and how many. */
 int ctl_majority(const char *const *tok, const size_t *len, int n, int *best);
+
+/* kinds.c: the holders of a lock of a kind several hold at once
+ * (LW_ADMIN_KIND_SHARED), counted in its readers' set (LW_ADMIN_KIND_READERS)
+ * or in its key, a sorted set whose member "n:<N>" says N
+ * (LW_ADMIN_KIND_PERMITS).  The commands point into the struct itself and
+ * into the key and names given: none may move or go before the replies
+ * are read. */
+struct ctl_count {
+    const char *count[4], *tag[4];
+    size_t clens[4], tlens[4];
+    struct lw_admin_cmd cmds[2];
+    int ncmds;
+};
+void ctl_count_init(struct ctl_count *q, const struct lw_admin_kind *kind,
+                    const char *key, size_t keylen,
+                    const struct lw_admin_names *names);
+/* From its replies r[0..q->ncmds): *holders, how many hold it now, and
+ * *permits, N (else -1).  LW_OK, or LW_EREDIS when Redis did not count:
+ * the key is not a lock of that kind. */
+int ctl_count_read(const struct ctl_count *q, redisReply *const *r,
+                   long long *holders, long long *permits);
 
 /* The commands. */
 int ctl_inspect(struct ctl *c, const char *arg);

@@ -4,11 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/config.h"
-#include "core/keynames.h"
-#include "core/kind.h"
 #include "ctl.h"
-#include "net/conn.h"
 
 /* One queue member, "token|lease ms", scored by the server's clock in
  * microseconds when it joined (core/lua.h). */
@@ -77,9 +73,10 @@ static int parse_queue(const redisReply *r, struct waiter **out, size_t *n)
 
 /* EXISTS of each waiter's alive key, in one round trip. */
 static int check_alive(const struct ctl *c, const struct ctl_key *k,
-                       const struct lw_names *names, struct waiter *w, size_t n)
+                       const struct lw_admin_names *names, struct waiter *w,
+                       size_t n)
 {
-    struct lw_cmd *cmds = calloc(n, sizeof *cmds);
+    struct lw_admin_cmd *cmds = calloc(n, sizeof *cmds);
     const char **argv = calloc(2 * n, sizeof *argv);
     size_t *lens = calloc(2 * n, sizeof *lens);
     char **keys = calloc(n, sizeof *keys);
@@ -99,9 +96,9 @@ static int check_alive(const struct ctl *c, const struct ctl_key *k,
         lens[2 * i] = 6;
         argv[2 * i + 1] = keys[i];
         lens[2 * i + 1] = names->alivelen + w[i].toklen;
-        cmds[i] = (struct lw_cmd){2, argv + 2 * i, lens + 2 * i};
+        cmds[i] = (struct lw_admin_cmd){2, argv + 2 * i, lens + 2 * i};
     }
-    rc = ctl_send_key(c, k->key, k->len, cmds, (int)n, r);
+    rc = lw__admin_send_key(&c->cfg, k->key, k->len, cmds, (int)n, r);
     if (rc == LW_OK)
         for (size_t i = 0; i < n; i++)
             if (r[i]->type == REDIS_REPLY_INTEGER)
@@ -109,7 +106,7 @@ static int check_alive(const struct ctl *c, const struct ctl_key *k,
 
 cleanup:
     if (r != NULL && rc == LW_OK)
-        lw__replies_free(r, (int)n);
+        lw__admin_replies_free(r, (int)n);
     for (size_t i = 0; keys != NULL && i < n; i++)
         free(keys[i]);
     free(keys);
@@ -152,232 +149,268 @@ static void print_waiters(struct ctl *c, const struct waiter *w, size_t n,
                w[i].lease_ms);
 }
 
-/* A lock of a kind several hold at once (LW_KIND_SHARED): its holders are
- * counted in its readers' set (LW_KIND_READERS) or in its key, a sorted set
- * whose member "n:<N>" says N (LW_KIND_PERMITS).  *holders: how many hold
- * it now; *permits: N, else -1.  LW_OK or an error. */
-static int shared_holders(const struct ctl *c, const struct ctl_key *k,
-                          const struct lw_names *names,
-                          const struct lw_kind *kind, long long *holders,
-                          long long *permits)
-{
-    int readers = (kind->flags & LW_KIND_READERS) != 0;
-    int tagged = (kind->flags & LW_KIND_PERMITS) != 0;
-    const char *count[] = {"ZCOUNT", readers ? names->readers : k->key, "-inf",
-                           "(+inf"};
-    const char *tag[] = {"ZRANGEBYSCORE", k->key, "+inf", "+inf"};
-    size_t clens[] = {6, readers ? names->readerslen : k->len, 4, 5};
-    size_t tlens[] = {13, k->len, 4, 4};
-    struct lw_cmd cmds[2] = {{4, count, clens}, {4, tag, tlens}};
-    redisReply *r[2] = {NULL};
-    int rc = ctl_send_key(c, k->key, k->len, cmds, tagged ? 2 : 1, r);
+/* What a key's server says of it and of its queue. */
+struct state {
+    struct lw_admin_names names;
+    struct lw_admin_kind kind;
+    int held;
+    long long ttl;     /* -2: no key */
+    long long fence;   /* the counter's value; -1: not known */
+    long long now_us;  /* the server's clock */
+    long long holders; /* 1 but for a kind several hold at once */
+    long long permits; /* a semaphore's N; -1: not known or not one */
+    struct waiter *w;  /* the queue, first in line first */
+    size_t nw;
+};
 
-    *permits = -1;
+/* A lock of a kind several hold at once: how many hold it now. */
+static int shared_holders(const struct ctl *c, const struct ctl_key *k,
+                          struct state *st)
+{
+    struct ctl_count q;
+    redisReply *r[2] = {NULL, NULL};
+    int rc;
+
+    ctl_count_init(&q, &st->kind, k->key, k->len, &st->names);
+    rc = lw__admin_send_key(&c->cfg, k->key, k->len, q.cmds, q.ncmds, r);
     if (rc != LW_OK)
         return rc;
-    if (!ctl_reply_int(r[0], holders))
-        rc = LW_EREDIS;
-    if (tagged && rc == LW_OK && r[1]->type == REDIS_REPLY_ARRAY &&
-        r[1]->elements == 1 && r[1]->element[0]->type == REDIS_REPLY_STRING &&
-        strncmp(r[1]->element[0]->str, "n:", 2) == 0)
-        *permits = strtoll(r[1]->element[0]->str + 2, NULL, 10);
-    lw__replies_free(r, tagged ? 2 : 1);
+    rc = ctl_count_read(&q, r, &st->holders, &st->permits);
+    lw__admin_replies_free(r, q.ncmds);
     return rc;
+}
+
+/* The key, its TTL, its queue, the server's clock and (for a key that
+ * starts with the prefix) its fence counter, in one round trip: r[0..5). */
+static int query(const struct ctl *c, const struct ctl_key *k,
+                 const struct state *st, redisReply **r)
+{
+    const char *get[] = {"GET", k->key}, *pttl[] = {"PTTL", k->key};
+    const char *zr[] = {"ZRANGE", st->names.queue, "0", "-1", "WITHSCORES"};
+    const char *tm[] = {"TIME"}, *fget[] = {"GET", st->names.fence};
+    size_t klens[] = {3, k->len}, plens[] = {4, k->len};
+    size_t zlens[] = {6, st->names.queuelen, 1, 2, 10}, tlens[] = {4};
+    size_t flens[] = {3, st->names.fencelen};
+    struct lw_admin_cmd cmds[] = {{2, get, klens},
+                                  {2, pttl, plens},
+                                  {5, zr, zlens},
+                                  {1, tm, tlens},
+                                  {2, fget, flens}};
+
+    return lw__admin_send_key(&c->cfg, k->key, k->len, cmds,
+                              k->prefixed ? 5 : 4, r);
+}
+
+/* Read query()'s replies into st: whose key it is (the kinds say; a key
+ * nobody holds shows as a mutex, the kind every other builds on), whether
+ * it is held, by how many, and its waiters, each alive or dead. */
+static int read_state(const struct ctl *c, const struct ctl_key *k,
+                      redisReply **r, struct state *st)
+{
+    int rc = LW_OK;
+
+    lw__admin_kind_of(r[0], &st->kind);
+    if (st->kind.flags & LW_ADMIN_KIND_SHARED) {
+        if (r[0]->type == REDIS_REPLY_ERROR) { /* a set: held while it is */
+            freeReplyObject(r[0]);
+            r[0] = NULL;
+        }
+        rc = shared_holders(c, k, st);
+    }
+    if (rc == LW_OK)
+        rc = ctl_reply_errors(r, 5);
+    if (rc != LW_OK)
+        return rc;
+    st->held =
+        r[0] == NULL ? st->holders > 0 : r[0]->type == REDIS_REPLY_STRING;
+    ctl_reply_int(r[1], &st->ttl);
+    if (!ctl_reply_int(r[4], &st->fence)) /* NULL: not asked */
+        st->fence = -1;
+    if (r[3]->type == REDIS_REPLY_ARRAY && r[3]->elements == 2)
+        st->now_us = strtoll(r[3]->element[0]->str, NULL, 10) * 1000000 +
+                     strtoll(r[3]->element[1]->str, NULL, 10);
+    rc = parse_queue(r[2], &st->w, &st->nw);
+    if (rc == LW_OK && st->nw > 0)
+        rc = check_alive(c, k, &st->names, st->w, st->nw);
+    return rc;
+}
+
+static void print_json(struct ctl *c, const struct ctl_key *k,
+                       const struct state *st)
+{
+    out_json_open(&c->j, NULL, '{');
+    print_head(c, k);
+    out_json_str(&c->j, "topology",
+                 c->cfg.topology == LW_ADMIN_CLUSTER ? "cluster" : "single");
+    out_json_bool(&c->j, "held", st->held);
+    out_json_str(&c->j, "kind", st->kind.name);
+    out_json_int(&c->j, "holders", st->held ? st->holders : 0);
+    if (st->permits >= 0)
+        out_json_int(&c->j, "permits", st->permits);
+    if (st->held)
+        out_json_int(&c->j, "ttl_ms", st->ttl);
+    else
+        out_json_null(&c->j, "ttl_ms");
+    out_json_open(&c->j, "fence", '{');
+    out_json_null(&c->j, "holder");
+    if (k->prefixed) {
+        out_json_bytes(&c->j, "counter", st->names.fence, st->names.fencelen);
+        if (st->fence >= 0)
+            out_json_int(&c->j, "counter_value", st->fence);
+        else
+            out_json_null(&c->j, "counter_value");
+    }
+    out_json_close(&c->j, '}');
+    print_waiters(c, st->w, st->nw, st->now_us);
+    out_json_close(&c->j, '}');
+    out_json_end(&c->j);
+}
+
+static void print_held(const struct state *st)
+{
+    if (!st->held)
+        printf("held     no\n");
+    else if (st->kind.flags & LW_ADMIN_KIND_PERMITS)
+        printf("held     yes, %lld of %lld permits (%s), the last "
+               "lease ends in %lld ms\n",
+               st->holders, st->permits, st->kind.name, st->ttl);
+    else if (st->kind.flags & LW_ADMIN_KIND_READERS)
+        printf("held     yes, by %lld readers (%s lock), %lld ms left\n",
+               st->holders, st->kind.name, st->ttl);
+    else if (st->ttl >= 0)
+        printf("held     yes, %lld ms left\n", st->ttl);
+    else
+        printf("held     yes, with no TTL (not a lease lockweave set)\n");
+}
+
+static void print_fence(const struct ctl_key *k, const struct state *st)
+{
+    if (!k->prefixed) {
+        printf("fence    unknown: the key does not start with the "
+               "prefix (--prefix)\n");
+    } else if (st->fence < 0) {
+        printf("fence    not stored; the counter has not been created\n");
+    } else {
+        printf("fence    not stored with the lock; the holder's is at "
+               "most %lld,\n         the value of its counter ",
+               st->fence);
+        out_quoted(stdout, st->names.fence, st->names.fencelen);
+        putchar('\n');
+    }
+}
+
+static void print_text(struct ctl *c, const struct ctl_key *k,
+                       const struct state *st)
+{
+    print_head(c, k);
+    print_held(st);
+    print_fence(k, st);
+    print_waiters(c, st->w, st->nw, st->now_us);
 }
 
 /* One server or a Cluster: everything about a key is in its slot. */
 static int inspect_queue(struct ctl *c, const struct ctl_key *k)
 {
-    int cluster = c->s->ep.topology == LW_TOPO_CLUSTER;
-    struct lw_names names;
-    const char *get[] = {"GET", k->key}, *pttl[] = {"PTTL", k->key};
-    const char *zr[] = {"ZRANGE", NULL, "0", "-1", "WITHSCORES"};
-    const char *tm[] = {"TIME"}, *fget[] = {"GET", NULL};
-    size_t klens[] = {3, k->len}, plens[] = {4, k->len};
-    size_t zlens[] = {6, 0, 1, 2, 10}, tlens[] = {4}, flens[] = {3, 0};
-    struct lw_cmd cmds[5];
+    struct state st = {.ttl = -2, .fence = -1, .holders = 1, .permits = -1};
     redisReply *r[5] = {NULL};
-    struct waiter *w = NULL;
-    size_t nw = 0;
-    long long ttl = -2, fence = -1, now_us = 0, holders = 1, permits = -1;
-    const struct lw_kind *kind;
-    char text[512];
-    int rc, ncmds = k->prefixed ? 5 : 4, held;
+    int rc = lw__admin_names(&c->cfg, k->key, k->len, k->prefix_len, &st.names);
 
-    rc = lw__names_init(&names, k->key, k->len, k->prefix_len, cluster);
     if (rc != LW_OK)
         return ctl_exit_for(rc);
-    zr[1] = names.queue;
-    zlens[1] = names.queuelen;
-    fget[1] = names.fence;
-    flens[1] = names.fencelen;
-    cmds[0] = (struct lw_cmd){2, get, klens};
-    cmds[1] = (struct lw_cmd){2, pttl, plens};
-    cmds[2] = (struct lw_cmd){5, zr, zlens};
-    cmds[3] = (struct lw_cmd){1, tm, tlens};
-    cmds[4] = (struct lw_cmd){2, fget, flens};
-    rc = ctl_send_key(c, k->key, k->len, cmds, ncmds, r);
-    if (rc != LW_OK)
-        goto cleanup;
-    /* The kinds say whose key it is (a key nobody holds shows as a mutex,
-     * the kind every other builds on). */
-    kind = lw__kind_of(r[0]);
-    if (kind == NULL)
-        kind = &lw__kind_mutex;
-    if (kind->flags & LW_KIND_SHARED) {
-        if (r[0]->type == REDIS_REPLY_ERROR) { /* a set: held while it is */
-            freeReplyObject(r[0]);
-            r[0] = NULL;
-        }
-        rc = shared_holders(c, k, &names, kind, &holders, &permits);
+    rc = query(c, k, &st, r);
+    if (rc == LW_OK)
+        rc = read_state(c, k, r, &st);
+    if (rc == LW_OK) {
+        if (c->json)
+            print_json(c, k, &st);
+        else
+            print_text(c, k, &st);
+        rc = st.held ? CTL_OK : CTL_NONE;
     }
-    if (rc != LW_OK)
-        goto cleanup;
-    for (int i = 0; i < ncmds; i++)
-        if (r[i] != NULL && r[i]->type == REDIS_REPLY_ERROR) {
-            ctl_error("Redis answered: %s",
-                      out_escape(text, sizeof text, r[i]->str, r[i]->len));
-            rc = LW_EREDIS;
-            goto cleanup;
-        }
-    held = r[0] == NULL ? holders > 0 : r[0]->type == REDIS_REPLY_STRING;
-    ctl_reply_int(r[1], &ttl);
-    if (ncmds == 5 && !ctl_reply_int(r[4], &fence))
-        fence = -1;
-    if (r[3]->type == REDIS_REPLY_ARRAY && r[3]->elements == 2)
-        now_us = strtoll(r[3]->element[0]->str, NULL, 10) * 1000000 +
-                 strtoll(r[3]->element[1]->str, NULL, 10);
-    rc = parse_queue(r[2], &w, &nw);
-    if (rc == LW_OK && nw > 0)
-        rc = check_alive(c, k, &names, w, nw);
-    if (rc != LW_OK)
-        goto cleanup;
-
-    if (c->json) {
-        out_json_open(&c->j, NULL, '{');
-        print_head(c, k);
-        out_json_str(&c->j, "topology", cluster ? "cluster" : "single");
-        out_json_bool(&c->j, "held", held);
-        out_json_str(&c->j, "kind", kind->name);
-        out_json_int(&c->j, "holders", held ? holders : 0);
-        if (permits >= 0)
-            out_json_int(&c->j, "permits", permits);
-        if (held)
-            out_json_int(&c->j, "ttl_ms", ttl);
-        else
-            out_json_null(&c->j, "ttl_ms");
-        out_json_open(&c->j, "fence", '{');
-        out_json_null(&c->j, "holder");
-        if (k->prefixed) {
-            out_json_bytes(&c->j, "counter", names.fence, names.fencelen);
-            if (fence >= 0)
-                out_json_int(&c->j, "counter_value", fence);
-            else
-                out_json_null(&c->j, "counter_value");
-        }
-        out_json_close(&c->j, '}');
-        print_waiters(c, w, nw, now_us);
-        out_json_close(&c->j, '}');
-        out_json_end(&c->j);
-    } else {
-        print_head(c, k);
-        if (!held)
-            printf("held     no\n");
-        else if (kind->flags & LW_KIND_PERMITS)
-            printf("held     yes, %lld of %lld permits (%s), the last "
-                   "lease ends in %lld ms\n",
-                   holders, permits, kind->name, ttl);
-        else if (kind->flags & LW_KIND_READERS)
-            printf("held     yes, by %lld readers (%s lock), %lld ms left\n",
-                   holders, kind->name, ttl);
-        else if (ttl >= 0)
-            printf("held     yes, %lld ms left\n", ttl);
-        else
-            printf("held     yes, with no TTL (not a lease lockweave set)\n");
-        if (!k->prefixed)
-            printf("fence    unknown: the key does not start with the "
-                   "prefix (--prefix)\n");
-        else if (fence < 0)
-            printf("fence    not stored; the counter has not been created\n");
-        else
-            printf("fence    not stored with the lock; the holder's is at "
-                   "most %lld,\n         the value of its counter ",
-                   fence);
-        if (k->prefixed && fence >= 0) {
-            out_quoted(stdout, names.fence, names.fencelen);
-            putchar('\n');
-        }
-        print_waiters(c, w, nw, now_us);
-    }
-    rc = held ? CTL_OK : CTL_NONE;
-
-cleanup:
     if (rc < 0)
         ctl_error("inspect: %s", lw_strerror(rc));
-    lw__replies_free(r, 5);
-    lw__names_free(&names);
-    free(w);
+    lw__admin_replies_free(r, 5);
+    lw__admin_names_free(&st.names);
+    free(st.w);
     return rc < 0 ? ctl_exit_for(rc) : rc;
+}
+
+static void print_redlock_json(struct ctl *c, const struct ctl_key *k,
+                               const struct ctl_redlock *rl)
+{
+    out_json_open(&c->j, NULL, '{');
+    print_head(c, k);
+    out_json_str(&c->j, "topology", "redlock");
+    out_json_bool(&c->j, "held", rl->holders >= rl->quorum);
+    out_json_int(&c->j, "holders", rl->holders);
+    out_json_int(&c->j, "quorum", rl->quorum);
+    out_json_null(&c->j, "fence");
+    out_json_open(&c->j, "masters", '[');
+    for (int i = 0; i < rl->n; i++) {
+        const struct ctl_master *m = &rl->m[i];
+
+        out_json_open(&c->j, NULL, '{');
+        ctl_put_url(c, "url", m->url);
+        out_json_str(&c->j, "state", ctl_master_state(m->state));
+        if (m->state == CTL_M_HELD || m->state == CTL_M_OTHER)
+            out_json_int(&c->j, "ttl_ms", m->ttl);
+        if (m->error != NULL)
+            out_json_bytes(&c->j, "error", m->error->str, m->error->len);
+        out_json_close(&c->j, '}');
+    }
+    out_json_close(&c->j, ']');
+    out_json_close(&c->j, '}');
+    out_json_end(&c->j);
+}
+
+static void print_redlock_text(struct ctl *c, const struct ctl_key *k,
+                               const struct ctl_redlock *rl)
+{
+    print_head(c, k);
+    printf("held     %s: %d of %d masters hold it with one token "
+           "(quorum %d)\n",
+           rl->holders >= rl->quorum ? "yes" : "no", rl->holders, rl->n,
+           rl->quorum);
+    printf("fence    none: Redlock's masters give no fences\n");
+    printf("masters\n");
+    for (int i = 0; i < rl->n; i++) {
+        const struct ctl_master *m = &rl->m[i];
+
+        printf("  ");
+        ctl_put_url(c, NULL, m->url);
+        printf("  %s", ctl_master_state(m->state));
+        if (m->state == CTL_M_HELD || m->state == CTL_M_OTHER)
+            printf(", %lld ms left", m->ttl);
+        if (m->state == CTL_M_OTHER)
+            printf(" (another token)");
+        if (m->error != NULL) {
+            printf(": ");
+            out_text(stdout, m->error->str, m->error->len);
+        }
+        putchar('\n');
+    }
 }
 
 /* Redlock: the key on every master; held when a quorum holds one token. */
 static int inspect_redlock(struct ctl *c, const struct ctl_key *k)
 {
-    const struct lw_settings *s = c->s;
-    struct lw_conn *conns[LW_ENDPOINTS_MAX] = {NULL};
-    struct ctl_master m[LW_ENDPOINTS_MAX];
-    int n = s->ep.n, quorum = n / 2 + 1, holders, told, held, rc;
+    struct ctl_redlock rl;
+    int rc = ctl_redlock_read(c, k, &rl);
 
-    told = ctl_redlock_read(c, k, conns, m, &holders);
-    held = holders >= quorum;
-    if (c->json) {
-        out_json_open(&c->j, NULL, '{');
-        print_head(c, k);
-        out_json_str(&c->j, "topology", "redlock");
-        out_json_bool(&c->j, "held", held);
-        out_json_int(&c->j, "holders", holders);
-        out_json_int(&c->j, "quorum", quorum);
-        out_json_null(&c->j, "fence");
-        out_json_open(&c->j, "masters", '[');
-        for (int i = 0; i < n; i++) {
-            out_json_open(&c->j, NULL, '{');
-            ctl_put_url(c, "url", m[i].url);
-            out_json_str(&c->j, "state", ctl_master_state(m[i].state));
-            if (m[i].state == CTL_M_HELD || m[i].state == CTL_M_OTHER)
-                out_json_int(&c->j, "ttl_ms", m[i].ttl);
-            if (m[i].error != NULL)
-                out_json_bytes(&c->j, "error", m[i].error->str,
-                               m[i].error->len);
-            out_json_close(&c->j, '}');
-        }
-        out_json_close(&c->j, ']');
-        out_json_close(&c->j, '}');
-        out_json_end(&c->j);
+    if (rc != LW_OK) {
+        ctl_error("inspect: %s", lw_strerror(rc));
+        rc = ctl_exit_for(rc);
     } else {
-        print_head(c, k);
-        printf("held     %s: %d of %d masters hold it with one token "
-               "(quorum %d)\n",
-               held ? "yes" : "no", holders, n, quorum);
-        printf("fence    none: Redlock's masters give no fences\n");
-        printf("masters\n");
-        for (int i = 0; i < n; i++) {
-            printf("  ");
-            ctl_put_url(c, NULL, m[i].url);
-            printf("  %s", ctl_master_state(m[i].state));
-            if (m[i].state == CTL_M_HELD || m[i].state == CTL_M_OTHER)
-                printf(", %lld ms left", m[i].ttl);
-            if (m[i].state == CTL_M_OTHER)
-                printf(" (another token)");
-            if (m[i].error != NULL) {
-                printf(": ");
-                out_text(stdout, m[i].error->str, m[i].error->len);
-            }
-            putchar('\n');
-        }
+        if (c->json)
+            print_redlock_json(c, k, &rl);
+        else
+            print_redlock_text(c, k, &rl);
+        /* Fewer than a quorum answered: nobody can say it is free. */
+        rc = rl.holders >= rl.quorum ? CTL_OK
+             : rl.told < rl.quorum   ? CTL_REDIS
+                                     : CTL_NONE;
     }
-    /* Fewer than a quorum answered: nobody can say it is free. */
-    rc = held ? CTL_OK : told < quorum ? CTL_REDIS : CTL_NONE;
-    ctl_redlock_free(m, conns, n);
+    ctl_redlock_free(&rl);
     return rc;
 }
 

@@ -1,14 +1,14 @@
 /* list [PATTERN]: the locks whose keys match, found with SCAN on every
  * master (never KEYS, which blocks the server for the whole keyspace),
- * lockweave's companion keys left out. */
+ * lockweave's companion keys left out, each with its kind: a mutex's key
+ * holds its holder's token, a read lock's the readers' mark, a
+ * semaphore's is a sorted set, and the kinds (lw__admin_kind_of()) tell
+ * which from what GET answers. */
 #include <lockweave.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/config.h"
-#include "core/keynames.h"
 #include "ctl.h"
-#include "net/conn.h"
 
 /* One lock key as one master has it. */
 struct entry {
@@ -18,7 +18,10 @@ struct entry {
     char *token; /* Redlock only: to find a quorum */
     size_t toklen;
     long long ttl;
-    long long waiters; /* -1: not counted (Redlock, or unknown) */
+    long long waiters;         /* -1: not counted (Redlock, or unknown) */
+    struct lw_admin_kind kind; /* but under Redlock */
+    long long holders;         /* 1 but for a kind several hold at once */
+    long long permits;         /* a semaphore's N; -1: not known or none */
 };
 
 struct found {
@@ -31,7 +34,7 @@ struct found {
 static char *match_pattern(const struct ctl *c, const char *pat, size_t n,
                            size_t *len)
 {
-    const char *pre = c->raw ? "" : c->s->prefix;
+    const char *pre = c->raw ? "" : c->cfg.prefix;
     size_t pl = strlen(pre);
     char *out = malloc(2 * pl + n + 1), *p = out;
 
@@ -51,12 +54,12 @@ static char *match_pattern(const struct ctl *c, const char *pat, size_t n,
 /* 1: a companion; 0: not; LW_ENOMEM. */
 static int is_companion(const struct ctl *c, const char *key, size_t len)
 {
-    int rc = lw__names_companion(key, len, c->s->prefix, c->s->prefix_len);
+    int rc = lw__admin_companion(key, len, c->cfg.prefix, c->cfg.prefix_len);
 
     /* With --raw, under any prefix: a queue or a waiter's key names its
      * lock key, whatever the prefix (fence counters name theirs). */
     if (rc == 0 && c->raw)
-        rc = lw__names_companion(key, len, "", 0);
+        rc = lw__admin_companion(key, len, "", 0);
     return rc;
 }
 
@@ -94,88 +97,205 @@ static char *dup_bytes(const char *p, size_t n)
     return d;
 }
 
-/* GET, PTTL (and ZCARD of the queue, but under Redlock) of a page's lock
- * keys, in one round trip; the ones still there go into f. */
+/* One lock key of a SCAN page, and what its master says of it. */
+struct pkey {
+    const redisReply *key;       /* its SCAN entry */
+    struct lw_admin_names names; /* but under Redlock */
+    struct lw_admin_kind kind;   /* but under Redlock */
+    long long holders;           /* 0: nobody holds it, or it is no lock */
+    long long permits;
+};
+
+/* A SCAN page's lock keys, and the pipeline that asks about each: GET,
+ * PTTL and (but under Redlock) ZCARD of its queue. */
+struct page {
+    int queues; /* not Redlock: keys have queues and kinds */
+    int per;    /* commands per key */
+    size_t n;
+    struct pkey *k;
+    struct lw_admin_cmd *cmds;
+    const char **argv;
+    size_t *lens;
+    redisReply **r; /* per * n replies */
+};
+
+/* key into p with its commands, unless it is a companion. */
+static int page_add(const struct ctl *c, struct page *p, const redisReply *key)
+{
+    struct pkey *pk = &p->k[p->n];
+    struct lw_admin_cmd *cmd = p->cmds + p->per * p->n;
+    const char **a = p->argv + 6 * p->n;
+    size_t *l = p->lens + 6 * p->n;
+    int comp;
+
+    if (key->type != REDIS_REPLY_STRING)
+        return LW_OK;
+    comp = is_companion(c, key->str, key->len);
+    if (comp != 0)
+        return comp < 0 ? comp : LW_OK;
+    a[0] = "GET", l[0] = 3, a[1] = key->str, l[1] = key->len;
+    a[2] = "PTTL", l[2] = 4, a[3] = key->str, l[3] = key->len;
+    cmd[0] = (struct lw_admin_cmd){2, a, l};
+    cmd[1] = (struct lw_admin_cmd){2, a + 2, l + 2};
+    if (p->queues) {
+        if (lw__admin_names(&c->cfg, key->str, key->len, 0, &pk->names) !=
+            LW_OK)
+            return LW_ENOMEM;
+        a[4] = "ZCARD", l[4] = 5;
+        a[5] = pk->names.queue, l[5] = pk->names.queuelen;
+        cmd[2] = (struct lw_admin_cmd){2, a + 4, l + 4};
+    }
+    pk->key = key;
+    p->n++;
+    return LW_OK;
+}
+
+/* The lock keys among a SCAN page's keys, into p (free it with
+ * page_free() whatever this returns). */
+static int page_init(const struct ctl *c, const redisReply *keys,
+                     struct page *p)
+{
+    size_t n = keys->elements;
+    int rc = LW_OK;
+
+    memset(p, 0, sizeof *p);
+    p->queues = c->cfg.topology != LW_ADMIN_REDLOCK;
+    p->per = p->queues ? 3 : 2;
+    p->k = calloc(n + 1, sizeof *p->k);
+    p->cmds = calloc(3 * n + 1, sizeof *p->cmds);
+    p->argv = calloc(6 * n + 1, sizeof *p->argv);
+    p->lens = calloc(6 * n + 1, sizeof *p->lens);
+    p->r = calloc(3 * n + 1, sizeof *p->r);
+    if (p->k == NULL || p->cmds == NULL || p->argv == NULL || p->lens == NULL ||
+        p->r == NULL)
+        return LW_ENOMEM;
+    for (size_t i = 0; rc == LW_OK && i < n; i++)
+        rc = page_add(c, p, keys->element[i]);
+    return rc;
+}
+
+static void page_free(struct page *p)
+{
+    if (p->r != NULL)
+        lw__admin_replies_free(p->r, (int)(p->per * p->n));
+    for (size_t i = 0; p->k != NULL && i < p->n; i++)
+        lw__admin_names_free(&p->k[i].names);
+    free(p->r);
+    free(p->lens);
+    free(p->argv);
+    free(p->cmds);
+    free(p->k);
+}
+
+/* Which key holds a lock, and of which kind, from what GET answered: a key
+ * gone since the SCAN (or under Redlock, not a string) holds none. */
+static void page_kinds(struct page *p)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        const redisReply *get = p->r[p->per * i];
+        struct pkey *pk = &p->k[i];
+
+        pk->permits = -1;
+        if (p->queues)
+            pk->holders = lw__admin_kind_of(get, &pk->kind);
+        else
+            pk->holders = get->type == REDIS_REPLY_STRING;
+    }
+}
+
+/* How many hold each key of a kind several hold at once, in one more
+ * round trip; a key Redis does not count as its kind says is no lock. */
+static int page_count(struct page *p, const struct lw_url *u,
+                      struct lw_conn **conn)
+{
+    struct ctl_count *q = calloc(p->n + 1, sizeof *q);
+    struct lw_admin_cmd *cmds = calloc(2 * p->n + 1, sizeof *cmds);
+    redisReply **r = calloc(2 * p->n + 1, sizeof *r);
+    size_t *which = calloc(p->n + 1, sizeof *which), m = 0;
+    int ncmds = 0, rc = LW_ENOMEM;
+
+    if (q == NULL || cmds == NULL || r == NULL || which == NULL)
+        goto cleanup;
+    for (size_t i = 0; i < p->n; i++) {
+        const struct pkey *pk = &p->k[i];
+
+        if (pk->holders == 0 || !(pk->kind.flags & LW_ADMIN_KIND_SHARED))
+            continue;
+        ctl_count_init(&q[m], &pk->kind, pk->key->str, pk->key->len,
+                       &pk->names);
+        memcpy(cmds + ncmds, q[m].cmds, (size_t)q[m].ncmds * sizeof *cmds);
+        ncmds += q[m].ncmds;
+        which[m++] = i;
+    }
+    rc = ncmds == 0 ? LW_OK : lw__admin_send_to(u, conn, cmds, ncmds, r);
+    for (size_t i = 0, at = 0; rc == LW_OK && i < m; at += q[i++].ncmds) {
+        struct pkey *pk = &p->k[which[i]];
+
+        if (ctl_count_read(&q[i], r + at, &pk->holders, &pk->permits) != LW_OK)
+            pk->holders = 0;
+    }
+    lw__admin_replies_free(r, ncmds);
+
+cleanup:
+    free(which);
+    free(r);
+    free(cmds);
+    free(q);
+    return rc;
+}
+
+/* The page's held locks into f. */
+static int page_keep(const struct page *p, int master, struct found *f)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        const struct pkey *pk = &p->k[i];
+        redisReply *const *r = p->r + p->per * i;
+        struct entry e = {.master = master,
+                          .ttl = -2,
+                          .waiters = -1,
+                          .kind = pk->kind,
+                          .holders = pk->holders,
+                          .permits = pk->permits};
+
+        if (pk->holders <= 0)
+            continue;
+        ctl_reply_int(r[1], &e.ttl);
+        if (p->queues)
+            ctl_reply_int(r[2], &e.waiters);
+        e.key = dup_bytes(pk->key->str, pk->key->len);
+        e.len = pk->key->len;
+        if (!p->queues) {
+            e.token = dup_bytes(r[0]->str, r[0]->len);
+            e.toklen = r[0]->len;
+        }
+        if (e.key == NULL || (!p->queues && e.token == NULL) ||
+            add(f, &e) != LW_OK) {
+            free(e.key);
+            free(e.token);
+            return LW_ENOMEM;
+        }
+    }
+    return LW_OK;
+}
+
+/* What a page's lock keys hold, in a round trip (two when some are of a
+ * kind several hold at once); the held ones go into f. */
 static int read_page(const struct ctl *c, const struct lw_url *u,
                      struct lw_conn **conn, int master, const redisReply *keys,
                      struct found *f)
 {
-    int queues = c->s->ep.topology != LW_TOPO_REDLOCK, per = queues ? 3 : 2;
-    size_t n = keys->elements;
-    struct lw_cmd *cmds = calloc(n * 3 + 1, sizeof *cmds);
-    const char **argv = calloc(n * 6 + 1, sizeof *argv);
-    size_t *lens = calloc(n * 6 + 1, sizeof *lens);
-    struct lw_names *names = calloc(n + 1, sizeof *names);
-    redisReply **r = calloc(n * 3 + 1, sizeof *r);
-    size_t *which = calloc(n + 1, sizeof *which), m = 0, named = 0;
-    int rc = LW_ENOMEM;
+    struct page p;
+    int rc = page_init(c, keys, &p);
 
-    if (cmds == NULL || argv == NULL || lens == NULL || names == NULL ||
-        r == NULL || which == NULL)
-        goto cleanup;
-    for (size_t i = 0; i < n; i++) {
-        const redisReply *k = keys->element[i];
-        const char **a = argv + 6 * m;
-        size_t *l = lens + 6 * m;
-        int comp;
-
-        if (k->type != REDIS_REPLY_STRING)
-            continue;
-        comp = is_companion(c, k->str, k->len);
-        if (comp < 0)
-            goto cleanup;
-        if (comp)
-            continue;
-        a[0] = "GET", l[0] = 3, a[1] = k->str, l[1] = k->len;
-        a[2] = "PTTL", l[2] = 4, a[3] = k->str, l[3] = k->len;
-        cmds[per * m] = (struct lw_cmd){2, a, l};
-        cmds[per * m + 1] = (struct lw_cmd){2, a + 2, l + 2};
-        if (queues) {
-            if (lw__names_init(&names[m], k->str, k->len, 0, 0) != LW_OK)
-                goto cleanup;
-            named = m + 1;
-            a[4] = "ZCARD", l[4] = 5;
-            a[5] = names[m].queue, l[5] = names[m].queuelen;
-            cmds[per * m + 2] = (struct lw_cmd){2, a + 4, l + 4};
-        }
-        which[m++] = i;
-    }
-    rc = m == 0 ? LW_OK : ctl_send_to(u, conn, cmds, (int)(per * m), r);
-    for (size_t i = 0; rc == LW_OK && i < m; i++) {
-        const redisReply *k = keys->element[which[i]];
-        const redisReply *v = r[per * i];
-        struct entry e = {.master = master, .waiters = -1, .ttl = -2};
-
-        if (v->type != REDIS_REPLY_STRING)
-            continue; /* gone since the SCAN */
-        ctl_reply_int(r[per * i + 1], &e.ttl);
-        if (queues)
-            ctl_reply_int(r[per * i + 2], &e.waiters);
-        e.key = dup_bytes(k->str, k->len);
-        e.len = k->len;
-        if (!queues) {
-            e.token = dup_bytes(v->str, v->len);
-            e.toklen = v->len;
-        }
-        if (e.key == NULL || (!queues && e.token == NULL) ||
-            add(f, &e) != LW_OK) {
-            free(e.key);
-            free(e.token);
-            rc = LW_ENOMEM;
-        }
-    }
+    if (rc == LW_OK && p.n > 0)
+        rc = lw__admin_send_to(u, conn, p.cmds, (int)(p.per * p.n), p.r);
+    if (rc == LW_OK && p.n > 0)
+        page_kinds(&p);
+    if (rc == LW_OK && p.queues)
+        rc = page_count(&p, u, conn);
     if (rc == LW_OK)
-        lw__replies_free(r, (int)(per * m));
-
-cleanup:
-    for (size_t i = 0; names != NULL && i < named; i++)
-        lw__names_free(&names[i]);
-    free(which);
-    free(r);
-    free(names);
-    free(lens);
-    free(argv);
-    free(cmds);
+        rc = page_keep(&p, master, f);
+    page_free(&p);
     return rc;
 }
 
@@ -185,10 +305,10 @@ static int scan_master(const struct ctl *c, const struct lw_url *u, int master,
 {
     struct lw_conn *conn = NULL;
     char cursor[32] = "0", count[24], text[512];
-    const char *argv[] = {"SCAN",  cursor, "MATCH", match,
-                          "COUNT", count,  "TYPE",  "string"};
-    size_t lens[] = {4, 1, 5, matchlen, 5, 0, 4, 6};
-    struct lw_cmd cmd = {8, argv, lens};
+    /* Every type: a semaphore's key is a sorted set. */
+    const char *argv[] = {"SCAN", cursor, "MATCH", match, "COUNT", count};
+    size_t lens[] = {4, 1, 5, matchlen, 5, 0};
+    struct lw_admin_cmd cmd = {6, argv, lens};
     int rc;
 
     lens[5] = (size_t)snprintf(count, sizeof count, "%ld", c->scan_count);
@@ -196,7 +316,7 @@ static int scan_master(const struct ctl *c, const struct lw_url *u, int master,
         redisReply *r = NULL;
         const redisReply *next;
 
-        rc = ctl_send_to(u, &conn, &cmd, 1, &r);
+        rc = lw__admin_send_to(u, &conn, &cmd, 1, &r);
         if (rc != LW_OK)
             break;
         if (r->type == REDIS_REPLY_ERROR) {
@@ -217,7 +337,7 @@ static int scan_master(const struct ctl *c, const struct lw_url *u, int master,
         }
         freeReplyObject(r);
     } while (rc == LW_OK && strcmp(cursor, "0") != 0);
-    ctl_conn_free(conn);
+    lw__admin_conn_free(conn);
     return rc;
 }
 
@@ -234,96 +354,158 @@ static int by_key(const void *a, const void *b)
     return x->master - y->master;
 }
 
-/* One server or a Cluster: each key lives on one master. */
-static size_t print_queue_locks(struct ctl *c, const struct found *f,
-                                const struct lw_url *masters)
-{
+/* What list found: the masters, which of them were scanned, and the lock
+ * keys, sorted by key, then master. */
+struct listing {
+    const struct lw_url **masters;
+    int n;
+    int *ok; /* ok[m]: master m was scanned to the end */
+    int failed;
+    char *match; /* the MATCH pattern */
+    size_t matchlen;
+    struct found f;
+};
 
-    for (size_t i = 0; i < f->n; i++) {
-        const struct entry *e = &f->v[i];
+/* Who holds a lock of a kind several hold at once, for people. */
+static void print_holders(const struct entry *e)
+{
+    const char *s = e->holders == 1 ? "" : "s";
+
+    if ((e->kind.flags & LW_ADMIN_KIND_PERMITS) && e->permits >= 0)
+        printf("%s, %lld of %lld permits, ", e->kind.name, e->holders,
+               e->permits);
+    else if (e->kind.flags & LW_ADMIN_KIND_PERMITS)
+        printf("%s, %lld permit%s, ", e->kind.name, e->holders, s);
+    else if (e->kind.flags & LW_ADMIN_KIND_READERS)
+        printf("%s lock, %lld reader%s, ", e->kind.name, e->holders, s);
+}
+
+static void print_queue_json(struct ctl *c, const struct entry *e,
+                             const struct lw_url *master)
+{
+    out_json_open(&c->j, NULL, '{');
+    ctl_put_key(c, e->key, e->len);
+    out_json_str(&c->j, "kind", e->kind.name);
+    out_json_int(&c->j, "holders", e->holders);
+    if (e->permits >= 0)
+        out_json_int(&c->j, "permits", e->permits);
+    out_json_int(&c->j, "ttl_ms", e->ttl);
+    if (e->waiters >= 0)
+        out_json_int(&c->j, "waiters", e->waiters);
+    else
+        out_json_null(&c->j, "waiters");
+    ctl_put_url(c, "master", master);
+    out_json_close(&c->j, '}');
+}
+
+/* One server or a Cluster: each key lives on one master, and every key
+ * found is held.  Returns how many. */
+static size_t print_queue_locks(struct ctl *c, const struct listing *ls)
+{
+    for (size_t i = 0; i < ls->f.n; i++) {
+        const struct entry *e = &ls->f.v[i];
 
         if (c->json) {
-            out_json_open(&c->j, NULL, '{');
-            ctl_put_key(c, e->key, e->len);
-            out_json_int(&c->j, "ttl_ms", e->ttl);
-            if (e->waiters >= 0)
-                out_json_int(&c->j, "waiters", e->waiters);
-            else
-                out_json_null(&c->j, "waiters");
-            ctl_put_url(c, "master", &masters[e->master]);
-            out_json_close(&c->j, '}');
+            print_queue_json(c, e, ls->masters[e->master]);
             continue;
         }
         ctl_put_key(c, e->key, e->len);
+        printf("  ");
+        print_holders(e);
         if (e->ttl >= 0)
-            printf("  %lld ms left", e->ttl);
+            printf("%lld ms left", e->ttl);
         else
-            printf("  no TTL");
+            printf("no TTL");
         if (e->waiters > 0)
             printf(", %lld waiting", e->waiters);
         putchar('\n');
     }
-    return f->n;
+    return ls->f.n;
+}
+
+/* One Redlock key: its entries, from v[0] to the last with its key. */
+struct rkey {
+    const struct entry *at[LW_ADMIN_MASTERS_MAX]; /* by master; NULL: none */
+    const char *tok[LW_ADMIN_MASTERS_MAX];
+    size_t len[LW_ADMIN_MASTERS_MAX];
+    int best;    /* the master whose token most hold (-1: none) */
+    int holders; /* how many hold it */
+};
+
+/* The key of v[0], with its entries v[0..return) (sorted together). */
+static size_t redlock_key(const struct entry *v, size_t n, int masters,
+                          struct rkey *rk)
+{
+    size_t end;
+
+    memset(rk, 0, sizeof *rk);
+    for (end = 0; end < n && v[end].len == v[0].len &&
+                  memcmp(v[end].key, v[0].key, v[0].len) == 0;
+         end++) {
+        rk->at[v[end].master] = &v[end];
+        rk->tok[v[end].master] = v[end].token;
+        rk->len[v[end].master] = v[end].toklen;
+    }
+    rk->holders = ctl_majority(rk->tok, rk->len, masters, &rk->best);
+    return end;
+}
+
+/* Master m's state for the key. */
+static void print_redlock_master(struct ctl *c, const struct rkey *rk, int m,
+                                 const struct lw_url *url)
+{
+    int b = rk->best;
+    int state = rk->at[m] == NULL ? CTL_M_FREE
+                : rk->len[m] == rk->len[b] &&
+                        memcmp(rk->tok[m], rk->tok[b], rk->len[m]) == 0
+                    ? CTL_M_HELD
+                    : CTL_M_OTHER;
+
+    if (c->json) {
+        out_json_open(&c->j, NULL, '{');
+        ctl_put_url(c, "url", url);
+        out_json_str(&c->j, "state", ctl_master_state(state));
+        if (rk->at[m] != NULL)
+            out_json_int(&c->j, "ttl_ms", rk->at[m]->ttl);
+        out_json_close(&c->j, '}');
+        return;
+    }
+    printf("    ");
+    ctl_put_url(c, NULL, url);
+    printf("  %s", ctl_master_state(state));
+    if (rk->at[m] != NULL)
+        printf(", %lld ms left", rk->at[m]->ttl);
+    putchar('\n');
 }
 
 /* Redlock: the entries of one key are together (sorted); a lock is held
  * when a quorum of masters hold one token.  Returns how many are held. */
-static size_t print_redlock_locks(struct ctl *c, const struct found *f,
-                                  const struct lw_url *masters, int n)
+static size_t print_redlock_locks(struct ctl *c, const struct listing *ls)
 {
-    int quorum = n / 2 + 1;
+    int n = ls->n, quorum = n / 2 + 1;
     size_t held = 0;
 
-    for (size_t i = 0, end; i < f->n; i = end) {
-        const char *tok[LW_ENDPOINTS_MAX] = {NULL};
-        size_t len[LW_ENDPOINTS_MAX] = {0};
-        const struct entry *at[LW_ENDPOINTS_MAX] = {NULL};
-        int best, holders;
+    for (size_t i = 0; i < ls->f.n;) {
+        const struct entry *e = &ls->f.v[i];
+        struct rkey rk;
 
-        for (end = i; end < f->n && f->v[end].len == f->v[i].len &&
-                      memcmp(f->v[end].key, f->v[i].key, f->v[i].len) == 0;
-             end++) {
-            at[f->v[end].master] = &f->v[end];
-            tok[f->v[end].master] = f->v[end].token;
-            len[f->v[end].master] = f->v[end].toklen;
-        }
-        holders = ctl_majority(tok, len, n, &best);
-        held += holders >= quorum;
-        if (c->json) {
+        i += redlock_key(e, ls->f.n - i, n, &rk);
+        held += rk.holders >= quorum;
+        if (c->json)
             out_json_open(&c->j, NULL, '{');
-            ctl_put_key(c, f->v[i].key, f->v[i].len);
-            out_json_bool(&c->j, "held", holders >= quorum);
-            out_json_int(&c->j, "holders", holders);
+        ctl_put_key(c, e->key, e->len);
+        if (c->json) {
+            out_json_bool(&c->j, "held", rk.holders >= quorum);
+            out_json_int(&c->j, "holders", rk.holders);
             out_json_open(&c->j, "masters", '[');
         } else {
-            ctl_put_key(c, f->v[i].key, f->v[i].len);
             printf("  %s: %d of %d masters hold it with one token (quorum "
                    "%d)\n",
-                   holders >= quorum ? "held" : "not held", holders, n, quorum);
+                   rk.holders >= quorum ? "held" : "not held", rk.holders, n,
+                   quorum);
         }
-        for (int m = 0; m < n; m++) {
-            int state =
-                at[m] == NULL ? CTL_M_FREE
-                : len[m] == len[best] && memcmp(tok[m], tok[best], len[m]) == 0
-                    ? CTL_M_HELD
-                    : CTL_M_OTHER;
-
-            if (c->json) {
-                out_json_open(&c->j, NULL, '{');
-                ctl_put_url(c, "url", &masters[m]);
-                out_json_str(&c->j, "state", ctl_master_state(state));
-                if (at[m] != NULL)
-                    out_json_int(&c->j, "ttl_ms", at[m]->ttl);
-                out_json_close(&c->j, '}');
-                continue;
-            }
-            printf("    ");
-            ctl_put_url(c, NULL, &masters[m]);
-            printf("  %s", ctl_master_state(state));
-            if (at[m] != NULL)
-                printf(", %lld ms left", at[m]->ttl);
-            putchar('\n');
-        }
+        for (int m = 0; m < n; m++)
+            print_redlock_master(c, &rk, m, ls->masters[m]);
         if (c->json) {
             out_json_close(&c->j, ']');
             out_json_close(&c->j, '}');
@@ -332,13 +514,82 @@ static size_t print_redlock_locks(struct ctl *c, const struct found *f,
     return held;
 }
 
+/* SCAN every master; one that cannot be scanned is said on stderr and
+ * counted.  LW_OK, or LW_ENOMEM. */
+static int scan_all(const struct ctl *c, struct listing *ls)
+{
+    char where[512], text[1024];
+
+    for (int m = 0; m < ls->n; m++) {
+        int rc =
+            scan_master(c, ls->masters[m], m, ls->match, ls->matchlen, &ls->f);
+
+        ls->ok[m] = rc == LW_OK;
+        if (rc == LW_ENOMEM)
+            return rc;
+        if (rc != LW_OK) {
+            lw__admin_describe(ls->masters[m], where, sizeof where);
+            ctl_error("could not scan %s: %s",
+                      out_escape(text, sizeof text, where, strlen(where)),
+                      lw_strerror(rc));
+            ls->failed++;
+        }
+    }
+    if (ls->f.n > 1)
+        qsort(ls->f.v, ls->f.n, sizeof *ls->f.v, by_key);
+    return LW_OK;
+}
+
+/* The JSON document's members before its locks, and the locks' array
+ * opened. */
+static void print_json_head(struct ctl *c, const struct listing *ls)
+{
+    static const char *const topologies[] = {"single", "cluster", "redlock"};
+
+    out_json_open(&c->j, NULL, '{');
+    out_json_str(&c->j, "topology", topologies[c->cfg.topology]);
+    out_json_bytes(&c->j, "match", ls->match, ls->matchlen);
+    out_json_open(&c->j, "masters", '[');
+    for (int m = 0; m < ls->n; m++) {
+        out_json_open(&c->j, NULL, '{');
+        ctl_put_url(c, "url", ls->masters[m]);
+        out_json_bool(&c->j, "scanned", ls->ok[m]);
+        out_json_close(&c->j, '}');
+    }
+    out_json_close(&c->j, ']');
+    out_json_open(&c->j, "locks", '[');
+}
+
+/* Everything found; returns how many locks are held. */
+static size_t print_listing(struct ctl *c, const struct listing *ls)
+{
+    size_t listed;
+
+    if (c->json)
+        print_json_head(c, ls);
+    listed = c->cfg.topology == LW_ADMIN_REDLOCK ? print_redlock_locks(c, ls)
+                                                 : print_queue_locks(c, ls);
+    if (c->json) {
+        out_json_close(&c->j, ']');
+        out_json_int(&c->j, "held", (long long)listed);
+        out_json_close(&c->j, '}');
+        out_json_end(&c->j);
+        return listed;
+    }
+    printf("%zu lock%s held", listed, listed == 1 ? "" : "s");
+    if (ls->failed)
+        printf(" on the masters that could be scanned (%d of %d)",
+               ls->n - ls->failed, ls->n);
+    putchar('\n');
+    return listed;
+}
+
 int ctl_list(struct ctl *c, const char *pattern)
 {
-    const struct lw_url *masters;
-    struct found f = {NULL, 0, 0};
-    char *pat = NULL, *match = NULL, where[512], text[1024];
-    size_t patlen = strlen(pattern), matchlen = 0, listed;
-    int n = 0, failed = 0, *ok = NULL, redlock, rc;
+    struct listing ls = {0};
+    char *pat = NULL;
+    size_t patlen = strlen(pattern), listed;
+    int rc;
 
     if (c->escaped) {
         pat = out_unescape(pattern, &patlen);
@@ -348,74 +599,26 @@ int ctl_list(struct ctl *c, const char *pattern)
         }
         pattern = pat;
     }
-    rc = ctl_masters(c, &masters, &n);
+    rc = lw__admin_masters(&c->cfg, &ls.masters, &ls.n);
     if (rc != LW_OK) {
         ctl_error("no master to scan: %s", lw_strerror(rc));
         rc = ctl_exit_for(rc);
         goto cleanup;
     }
-    redlock = c->s->ep.topology == LW_TOPO_REDLOCK;
-    match = match_pattern(c, pattern, patlen, &matchlen);
-    ok = calloc((size_t)n, sizeof *ok);
-    if (match == NULL || ok == NULL) {
+    ls.match = match_pattern(c, pattern, patlen, &ls.matchlen);
+    ls.ok = calloc((size_t)ls.n, sizeof *ls.ok);
+    if (ls.match == NULL || ls.ok == NULL || scan_all(c, &ls) != LW_OK) {
         rc = CTL_REDIS;
         goto cleanup;
     }
-    for (int m = 0; m < n; m++) {
-        rc = scan_master(c, &masters[m], m, match, matchlen, &f);
-        ok[m] = rc == LW_OK;
-        if (rc == LW_ENOMEM) {
-            rc = CTL_REDIS;
-            goto cleanup;
-        }
-        if (rc != LW_OK) {
-            ctl_describe(&masters[m], where, sizeof where);
-            ctl_error("could not scan %s: %s",
-                      out_escape(text, sizeof text, where, strlen(where)),
-                      lw_strerror(rc));
-            failed++;
-        }
-    }
-    if (f.n > 1)
-        qsort(f.v, f.n, sizeof *f.v, by_key);
-
-    if (c->json) {
-        out_json_open(&c->j, NULL, '{');
-        out_json_str(&c->j, "topology",
-                     redlock                                ? "redlock"
-                     : c->s->ep.topology == LW_TOPO_CLUSTER ? "cluster"
-                                                            : "single");
-        out_json_bytes(&c->j, "match", match, matchlen);
-        out_json_open(&c->j, "masters", '[');
-        for (int m = 0; m < n; m++) {
-            out_json_open(&c->j, NULL, '{');
-            ctl_put_url(c, "url", &masters[m]);
-            out_json_bool(&c->j, "scanned", ok[m]);
-            out_json_close(&c->j, '}');
-        }
-        out_json_close(&c->j, ']');
-        out_json_open(&c->j, "locks", '[');
-    }
-    listed = redlock ? print_redlock_locks(c, &f, masters, n)
-                     : print_queue_locks(c, &f, masters);
-    if (c->json) {
-        out_json_close(&c->j, ']');
-        out_json_int(&c->j, "held", (long long)listed);
-        out_json_close(&c->j, '}');
-        out_json_end(&c->j);
-    } else {
-        printf("%zu lock%s held", listed, listed == 1 ? "" : "s");
-        if (failed)
-            printf(" on the masters that could be scanned (%d of %d)",
-                   n - failed, n);
-        putchar('\n');
-    }
-    rc = failed ? CTL_REDIS : listed > 0 ? CTL_OK : CTL_NONE;
+    listed = print_listing(c, &ls);
+    rc = ls.failed ? CTL_REDIS : listed > 0 ? CTL_OK : CTL_NONE;
 
 cleanup:
-    found_free(&f);
-    free(ok);
-    free(match);
+    found_free(&ls.f);
+    free(ls.masters);
+    free(ls.ok);
+    free(ls.match);
     free(pat);
     return rc;
 }

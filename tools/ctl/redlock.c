@@ -4,9 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/config.h"
 #include "ctl.h"
-#include "net/conn.h"
 
 int ctl_majority(const char *const *tok, const size_t *len, int n, int *best)
 {
@@ -29,63 +27,79 @@ int ctl_majority(const char *const *tok, const size_t *len, int n, int *best)
     return most;
 }
 
-int ctl_redlock_read(const struct ctl *c, const struct ctl_key *k,
-                     struct lw_conn **conns, struct ctl_master *m, int *holders)
+/* What master m says of k: GET and PTTL in one round trip. */
+static void read_master(const struct ctl_key *k, struct ctl_master *m)
 {
-    const struct lw_settings *s = c->s;
     const char *get[] = {"GET", k->key}, *pttl[] = {"PTTL", k->key};
     size_t glens[] = {3, k->len}, plens[] = {4, k->len};
-    struct lw_cmd cmds[] = {{2, get, glens}, {2, pttl, plens}};
-    const char *tok[LW_ENDPOINTS_MAX];
-    size_t len[LW_ENDPOINTS_MAX];
-    int best, answered = 0;
+    struct lw_admin_cmd cmds[] = {{2, get, glens}, {2, pttl, plens}};
+    redisReply *r[2] = {NULL, NULL};
 
-    for (int i = 0; i < s->ep.n; i++) {
-        redisReply *r[2] = {NULL, NULL};
-
-        memset(&m[i], 0, sizeof m[i]);
-        m[i].url = &s->ep.urls[i];
-        m[i].state = CTL_M_DOWN;
-        m[i].ttl = -2;
-        tok[i] = NULL;
-        len[i] = 0;
-        if (ctl_send_to(m[i].url, &conns[i], cmds, 2, r) != LW_OK)
-            continue;
-        if (r[0]->type == REDIS_REPLY_ERROR) {
-            m[i].state = CTL_M_ERROR;
-            m[i].error = r[0];
-            r[0] = NULL;
-        } else if (r[0]->type == REDIS_REPLY_STRING) {
-            m[i].state = CTL_M_OTHER;
-            m[i].token = r[0];
-            r[0] = NULL;
-            tok[i] = m[i].token->str;
-            len[i] = m[i].token->len;
-            ctl_reply_int(r[1], &m[i].ttl);
-        } else {
-            m[i].state = CTL_M_FREE;
-        }
-        answered += m[i].state != CTL_M_ERROR;
-        lw__replies_free(r, 2);
+    m->state = CTL_M_DOWN;
+    m->ttl = -2;
+    if (lw__admin_send_to(m->url, &m->conn, cmds, 2, r) != LW_OK)
+        return;
+    if (r[0]->type == REDIS_REPLY_ERROR) {
+        m->state = CTL_M_ERROR;
+        m->error = r[0];
+        r[0] = NULL;
+    } else if (r[0]->type == REDIS_REPLY_STRING) {
+        m->state = CTL_M_OTHER;
+        m->token = r[0];
+        r[0] = NULL;
+        ctl_reply_int(r[1], &m->ttl);
+    } else {
+        m->state = CTL_M_FREE;
     }
-    *holders = ctl_majority(tok, len, s->ep.n, &best);
-    for (int i = 0; best >= 0 && i < s->ep.n; i++)
-        if (tok[i] != NULL && len[i] == len[best] &&
-            memcmp(tok[i], tok[best], len[i]) == 0)
-            m[i].state = CTL_M_HELD;
-    return answered;
+    lw__admin_replies_free(r, 2);
 }
 
-void ctl_redlock_free(struct ctl_master *m, struct lw_conn **conns, int n)
+int ctl_redlock_read(const struct ctl *c, const struct ctl_key *k,
+                     struct ctl_redlock *rl)
 {
-    for (int i = 0; i < n; i++) {
-        if (m[i].token != NULL)
-            freeReplyObject(m[i].token);
-        if (m[i].error != NULL)
-            freeReplyObject(m[i].error);
-        m[i].token = m[i].error = NULL;
-        ctl_conn_free(conns[i]);
-        conns[i] = NULL;
+    const struct lw_url **urls;
+    const char *tok[LW_ADMIN_MASTERS_MAX] = {NULL};
+    size_t len[LW_ADMIN_MASTERS_MAX] = {0};
+    int best, rc = lw__admin_masters(&c->cfg, &urls, &rl->n);
+
+    memset(rl->m, 0, sizeof rl->m);
+    if (rc != LW_OK) {
+        rl->n = 0;
+        return rc;
+    }
+    rl->quorum = rl->n / 2 + 1;
+    rl->told = 0;
+    for (int i = 0; i < rl->n; i++) {
+        rl->m[i].url = urls[i];
+        read_master(k, &rl->m[i]);
+        rl->told +=
+            rl->m[i].state != CTL_M_DOWN && rl->m[i].state != CTL_M_ERROR;
+        if (rl->m[i].token != NULL) {
+            tok[i] = rl->m[i].token->str;
+            len[i] = rl->m[i].token->len;
+        }
+    }
+    free(urls);
+    rl->holders = ctl_majority(tok, len, rl->n, &best);
+    for (int i = 0; best >= 0 && i < rl->n; i++)
+        if (tok[i] != NULL && len[i] == len[best] &&
+            memcmp(tok[i], tok[best], len[i]) == 0)
+            rl->m[i].state = CTL_M_HELD;
+    return LW_OK;
+}
+
+void ctl_redlock_free(struct ctl_redlock *rl)
+{
+    for (int i = 0; i < rl->n; i++) {
+        struct ctl_master *m = &rl->m[i];
+
+        if (m->token != NULL)
+            freeReplyObject(m->token);
+        if (m->error != NULL)
+            freeReplyObject(m->error);
+        m->token = m->error = NULL;
+        lw__admin_conn_free(m->conn);
+        m->conn = NULL;
     }
 }
 

@@ -1,17 +1,11 @@
-/* Configuration and where commands go: the runtime's own URL parser,
- * settings, connections and Cluster router. */
+/* Configuration, keys and what Redis answered: the runtime's own URL
+ * parser and settings, through admin.h. */
 #include <lockweave.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/config.h"
-#include "base/url.h"
-#include "core/send.h"
 #include "ctl.h"
-#include "net/conn.h"
-#include "topology/route.h"
-#include "topology/slotmap.h"
 
 void ctl_error(const char *fmt, ...)
 {
@@ -38,16 +32,15 @@ static void log_line(int level, const char *msg, void *ud)
 int ctl_setup(struct ctl *c)
 {
     const char *url = getenv("LOCKWEAVE_REDIS_URL");
-    struct lw_endpoints ep;
     lw_config cfg;
     char err[512], shown[2048];
     int rc;
 
     lw_set_logger(log_line, NULL, -1); /* level: LOCKWEAVE_LOG, or warn */
-    /* Parsed here first for the reason (the password masked), which
+    /* Checked here first for the reason (the password masked), which
      * lw_configure() only logs. */
     if (url != NULL) {
-        rc = lw__endpoints_parse(url, &ep, err, sizeof err);
+        rc = lw__admin_url_check(url, err, sizeof err);
         if (rc != LW_OK) {
             /* The reason quotes the value: escaped, like any key. */
             ctl_error("LOCKWEAVE_REDIS_URL: %s",
@@ -56,13 +49,12 @@ int ctl_setup(struct ctl *c)
                           : lw_strerror(rc));
             return rc == LW_ECONFIG ? CTL_CONFIG : CTL_REDIS;
         }
-        lw__endpoints_free(&ep);
     }
     lw_config_init(&cfg);
     cfg.key_prefix = c->prefix;
     rc = lw_configure(&cfg);
-    if (rc == LW_OK && (rc = lw__settings()->error) == LW_OK)
-        c->s = lw__settings();
+    if (rc == LW_OK)
+        rc = lw__admin_config(&c->cfg);
     if (rc != LW_OK) {
         ctl_error("configuration: %s", lw_strerror(rc));
         return ctl_exit_for(rc);
@@ -77,7 +69,7 @@ void ctl_teardown(void)
 
 int ctl_key_make(const struct ctl *c, const char *arg, struct ctl_key *k)
 {
-    const struct lw_settings *s = c->s;
+    const struct lw_admin_config *s = &c->cfg;
     size_t n = strlen(arg), pre = c->raw ? 0 : s->prefix_len;
     char *bytes = NULL;
 
@@ -123,11 +115,11 @@ void ctl_key_free(struct ctl_key *k)
 void ctl_key_shown(const struct ctl *c, const char *key, size_t len,
                    const char **p, size_t *n)
 {
-    size_t pre = c->s->prefix_len;
+    size_t pre = c->cfg.prefix_len;
 
     *p = key;
     *n = len;
-    if (!c->raw && len >= pre && memcmp(key, c->s->prefix, pre) == 0) {
+    if (!c->raw && len >= pre && memcmp(key, c->cfg.prefix, pre) == 0) {
         *p = key + pre;
         *n = len - pre;
     }
@@ -151,7 +143,7 @@ void ctl_put_url(struct ctl *c, const char *name, const struct lw_url *u)
 {
     char where[512];
 
-    lw__url_describe(u, where, sizeof where);
+    lw__admin_describe(u, where, sizeof where);
     if (c->json)
         out_json_str(&c->j, name, where);
     else
@@ -166,7 +158,7 @@ int ctl_key_run(struct ctl *c, const char *arg, ctl_key_fn *one,
 
     if (rc != CTL_OK)
         return rc;
-    rc = c->s->ep.topology == LW_TOPO_REDLOCK ? redlock(c, &k) : one(c, &k);
+    rc = c->cfg.topology == LW_ADMIN_REDLOCK ? redlock(c, &k) : one(c, &k);
     ctl_key_free(&k);
     return rc;
 }
@@ -176,72 +168,17 @@ int ctl_exit_for(int lw_rc)
     return lw_rc == LW_ECONFIG ? CTL_CONFIG : CTL_REDIS;
 }
 
-int ctl_send_key(const struct ctl *c, const char *key, size_t keylen,
-                 const struct lw_cmd *cmds, int ncmds, redisReply **replies)
+int ctl_reply_errors(redisReply *const *r, int n)
 {
-    struct lw_request q = {
-        .cmds = cmds, .ncmds = ncmds, .flags = LW_REQ_RAW_ERRORS};
-    struct lw_target t;
-    int replayed = 0;
-    int rc = lw__target_for(&t, c->s, key, keylen);
+    char text[512];
 
-    if (rc == LW_OK)
-        rc = lw__send(&t, &q, 0, replies, &replayed);
-    /* A pipeline met by ASK (its slot migrating): read-only, so the map is
-     * refreshed and it is sent once more. */
-    if (rc > 0 && lw__route_refresh(c->s) == LW_OK)
-        rc = lw__send(&t, &q, 0, replies, &replayed);
-    return rc > 0 ? LW_EREDIS : rc;
-}
-
-int ctl_request_to(const struct lw_url *u, struct lw_conn **conn,
-                   const struct lw_request *q, redisReply **replies)
-{
-    int replayed = 0;
-
-    if (*conn == NULL && (*conn = lw__conn_new_to(u)) == NULL)
-        return LW_ENOMEM;
-    return lw__conn_run(*conn, q, replies, &replayed);
-}
-
-int ctl_send_to(const struct lw_url *u, struct lw_conn **conn,
-                const struct lw_cmd *cmds, int ncmds, redisReply **replies)
-{
-    struct lw_request q = {
-        .cmds = cmds, .ncmds = ncmds, .flags = LW_REQ_RAW_ERRORS};
-
-    return ctl_request_to(u, conn, &q, replies);
-}
-
-void ctl_conn_free(struct lw_conn *conn)
-{
-    if (conn != NULL)
-        lw__conn_free(conn);
-}
-
-int ctl_masters(const struct ctl *c, const struct lw_url **out, int *n)
-{
-    const struct lw_settings *s = c->s;
-    const struct lw_slotmap *m;
-    int rc;
-
-    if (s->ep.topology != LW_TOPO_CLUSTER) {
-        *out = s->ep.urls;
-        *n = s->ep.topology == LW_TOPO_REDLOCK ? s->ep.n : 1;
-        return LW_OK;
-    }
-    rc = lw__route_refresh(s);
-    m = lw__slotmap_current();
-    if (m == NULL || m->cfg_gen != s->gen)
-        return rc != LW_OK ? rc : LW_EREDIS;
-    *out = m->nodes;
-    *n = m->nnodes;
+    for (int i = 0; i < n; i++)
+        if (r[i] != NULL && r[i]->type == REDIS_REPLY_ERROR) {
+            ctl_error("Redis answered: %s",
+                      out_escape(text, sizeof text, r[i]->str, r[i]->len));
+            return LW_EREDIS;
+        }
     return LW_OK;
-}
-
-void ctl_describe(const struct lw_url *u, char *buf, size_t len)
-{
-    lw__url_describe(u, buf, len);
 }
 
 int ctl_reply_int(const redisReply *r, long long *v)

@@ -7,13 +7,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "base/config.h"
-#include "core/keynames.h"
-#include "core/kind.h"
-#include "core/queue.h"
-#include "core/scripts.h"
 #include "ctl.h"
-#include "net/conn.h"
 
 /* Ask on the terminal.  1: yes. */
 static int confirm(const struct ctl *c, const struct ctl_key *k,
@@ -50,68 +44,48 @@ static void report(struct ctl *c, const struct ctl_key *k, const char *result,
         out_json_int(&c->j, "waiters", waiters);
 }
 
-/* One server or a Cluster: the release script, as the holder would send
- * it, with the token it holds now. */
-static int unlock_queue(struct ctl *c, const struct ctl_key *k)
+/* What the lock holds now: its GET, PTTL and queue length, into r[0..3).
+ * CTL_OK; or a lock of a kind several hold at once, or an error reply,
+ * which end the command here: its exit status; or why Redis could not
+ * be asked (LW_E...). */
+static int read_lock(const struct ctl *c, const struct ctl_key *k,
+                     const struct lw_admin_names *names, redisReply **r)
 {
-    int cluster = c->s->ep.topology == LW_TOPO_CLUSTER;
-    struct lw_names names;
     const char *get[] = {"GET", k->key}, *pttl[] = {"PTTL", k->key};
-    const char *zc[] = {"ZCARD", NULL};
-    size_t glens[] = {3, k->len}, plens[] = {4, k->len}, zlens[] = {5, 0};
-    struct lw_cmd cmds[3];
-    redisReply *r[3] = {NULL}, *rel = NULL;
-    const struct lw_kind *kind;
-    long long ttl = -2, waiters = -1, verdict;
-    char what[96], text[512];
-    int rc, replayed = 0;
+    const char *zc[] = {"ZCARD", names->queue};
+    size_t glens[] = {3, k->len}, plens[] = {4, k->len};
+    size_t zlens[] = {5, names->queuelen};
+    struct lw_admin_cmd cmds[] = {
+        {2, get, glens}, {2, pttl, plens}, {2, zc, zlens}};
+    struct lw_admin_kind kind;
+    int rc = lw__admin_send_key(&c->cfg, k->key, k->len, cmds, 3, r);
 
-    rc = lw__names_init(&names, k->key, k->len, k->prefix_len, cluster);
     if (rc != LW_OK)
-        return ctl_exit_for(rc);
-    zc[1] = names.queue;
-    zlens[1] = names.queuelen;
-    cmds[0] = (struct lw_cmd){2, get, glens};
-    cmds[1] = (struct lw_cmd){2, pttl, plens};
-    cmds[2] = (struct lw_cmd){2, zc, zlens};
-    rc = ctl_send_key(c, k->key, k->len, cmds, 3, r);
-    if (rc != LW_OK)
-        goto cleanup;
+        return rc;
     /* A kind several hold at once: breaking it is not a release any of
      * them would send. */
-    kind = lw__kind_of(r[0]);
-    if (kind != NULL && (kind->flags & LW_KIND_SHARED)) {
+    if (lw__admin_kind_of(r[0], &kind) && (kind.flags & LW_ADMIN_KIND_SHARED)) {
         ctl_error("the key is %s: unlock --force breaks a lock of one "
                   "holder, not one shared by several; their leases end it",
-                  kind->noun);
-        rc = CTL_SHARED;
-        goto cleanup;
+                  kind.noun);
+        return CTL_SHARED;
     }
-    if (r[0]->type == REDIS_REPLY_ERROR) {
-        ctl_error("Redis answered: %s",
-                  out_escape(text, sizeof text, r[0]->str, r[0]->len));
-        rc = CTL_REDIS;
-        goto cleanup;
-    }
-    ctl_reply_int(r[1], &ttl);
-    ctl_reply_int(r[2], &waiters);
-    if (c->json)
-        out_json_open(&c->j, NULL, '{');
-    if (r[0]->type != REDIS_REPLY_STRING) {
-        report(c, k, "not_held", "not held", waiters);
-        rc = CTL_NONE;
-        goto done;
-    }
-    snprintf(what, sizeof what, "%lld ms left, %lld waiting", ttl,
-             waiters < 0 ? 0 : waiters);
-    if (!c->yes && !confirm(c, k, what)) {
-        report(c, k, "declined", "not unlocked", waiters);
-        rc = CTL_DECLINED;
-        goto done;
-    }
-    /* No receipt: the holder's own release must read "lost". */
-    rc = lw__release_send(c->s, k->key, k->len, r[0]->str, r[0]->len, &names,
-                          LW_RELEASE_NO_RECEIPT, 0, &rel, &replayed);
+    return ctl_reply_errors(r, 1) == LW_OK ? CTL_OK : CTL_REDIS;
+}
+
+/* Release token, the holder's, as its own release would but leaving no
+ * receipt (its release must then read "lost"), and say how it went.
+ * Returns the exit status. */
+static int release(struct ctl *c, const struct ctl_key *k,
+                   const struct lw_admin_names *names, const redisReply *token,
+                   long long waiters)
+{
+    redisReply *rel = NULL;
+    long long verdict;
+    int replayed = 0, rc;
+
+    rc = lw__admin_release(&c->cfg, k->key, k->len, token->str, token->len,
+                           names, &rel, &replayed);
     if (rc != LW_OK || !ctl_reply_int(rel, &verdict)) {
         ctl_error("the release failed: %s",
                   lw_strerror(rc != LW_OK ? rc : LW_EREDIS));
@@ -136,109 +110,124 @@ static int unlock_queue(struct ctl *c, const struct ctl_key *k)
                waiters);
         rc = CTL_NONE;
     }
+    if (rel != NULL)
+        freeReplyObject(rel);
+    return rc;
+}
 
-done:
+/* One server or a Cluster: the release script, as the holder would send
+ * it, with the token it holds now. */
+static int unlock_queue(struct ctl *c, const struct ctl_key *k)
+{
+    struct lw_admin_names names;
+    redisReply *r[3] = {NULL};
+    long long ttl = -2, waiters = -1;
+    char what[96];
+    int rc = lw__admin_names(&c->cfg, k->key, k->len, k->prefix_len, &names);
+
+    if (rc != LW_OK)
+        return ctl_exit_for(rc);
+    rc = read_lock(c, k, &names, r);
+    if (rc != CTL_OK)
+        goto cleanup;
+    ctl_reply_int(r[1], &ttl);
+    ctl_reply_int(r[2], &waiters);
+    snprintf(what, sizeof what, "%lld ms left, %lld waiting", ttl,
+             waiters < 0 ? 0 : waiters);
+    if (c->json)
+        out_json_open(&c->j, NULL, '{');
+    if (r[0]->type != REDIS_REPLY_STRING) {
+        report(c, k, "not_held", "not held", waiters);
+        rc = CTL_NONE;
+    } else if (!c->yes && !confirm(c, k, what)) {
+        report(c, k, "declined", "not unlocked", waiters);
+        rc = CTL_DECLINED;
+    } else {
+        rc = release(c, k, &names, r[0], waiters);
+    }
     if (c->json) {
         out_json_close(&c->j, '}');
         out_json_end(&c->j);
     }
+
 cleanup:
     if (rc < 0)
         ctl_error("unlock: %s", lw_strerror(rc));
-    if (rel != NULL)
-        freeReplyObject(rel);
-    lw__replies_free(r, 3);
-    lw__names_free(&names);
+    lw__admin_replies_free(r, 3);
+    lw__admin_names_free(&names);
     return rc < 0 ? ctl_exit_for(rc) : rc;
 }
 
-/* Redlock: on every master that has the key, compare and delete the token
- * it has there (the runtime's one-key script, as a Redlock release). */
-static int unlock_redlock(struct ctl *c, const struct ctl_key *k)
-{
-    const struct lw_settings *s = c->s;
-    struct lw_conn *conns[LW_ENDPOINTS_MAX] = {NULL};
-    struct ctl_master m[LW_ENDPOINTS_MAX];
-    const char *result[LW_ENDPOINTS_MAX];
-    int n = s->ep.n, quorum = n / 2 + 1, holders, told, has = 0;
-    int failed = 0, changed = 0, deleted = 0, rc;
-    char what[96];
+/* What the release did on the masters. */
+struct tally {
+    int failed;  /* masters that could not be asked, or failed */
+    int changed; /* masters where the key had changed hands */
+    int deleted; /* masters where it was deleted */
+};
 
-    told = ctl_redlock_read(c, k, conns, m, &holders);
-    for (int i = 0; i < n; i++) {
-        has += m[i].token != NULL;
-        failed += m[i].state == CTL_M_DOWN || m[i].state == CTL_M_ERROR;
-        result[i] = ctl_master_state(m[i].state); /* until unlocked */
-    }
-    if (c->json)
-        out_json_open(&c->j, NULL, '{');
-    if (has == 0) {
-        report(c, k, "not_held", "not held on any master that answered", -1);
-        rc = told < quorum ? CTL_REDIS : CTL_NONE;
-        goto done;
-    }
-    snprintf(what, sizeof what, "held on %d of %d masters, quorum %d", has, n,
-             quorum);
-    if (!c->yes && !confirm(c, k, what)) {
-        report(c, k, "declined", "not unlocked", -1);
-        rc = CTL_DECLINED;
-        goto done;
-    }
-    for (int i = 0; i < n; i++) {
-        const char *argv[] = {k->key, NULL};
-        size_t lens[] = {k->len, 0};
-        struct lw_request q = {.script = &lw__script_onekey,
-                               .nkeys = 1,
-                               .nargs = 1,
-                               .argv = argv,
-                               .lens = lens};
+/* On every master that has the key, compare and delete the token it has
+ * there; result[i]: what master i did. */
+static void release_masters(const struct ctl_key *k, struct ctl_redlock *rl,
+                            const char **result, struct tally *t)
+{
+    for (int i = 0; i < rl->n; i++) {
+        struct ctl_master *m = &rl->m[i];
         redisReply *r = NULL;
         long long v;
 
-        if (m[i].token == NULL)
+        if (m->token == NULL)
             continue;
-        argv[1] = m[i].token->str;
-        lens[1] = m[i].token->len;
-        if (ctl_request_to(m[i].url, &conns[i], &q, &r) != LW_OK ||
+        if (lw__admin_release_one(m->url, &m->conn, k->key, k->len,
+                                  m->token->str, m->token->len, &r) != LW_OK ||
             !ctl_reply_int(r, &v)) {
             result[i] = "error";
-            failed++;
+            t->failed++;
         } else {
             result[i] = v == 1 ? "unlocked" : v == 0 ? "free" : "changed_hands";
-            deleted += v == 1;
-            changed += v == -1;
+            t->deleted += v == 1;
+            t->changed += v == -1;
         }
         if (r != NULL)
             freeReplyObject(r);
     }
-    report(c, k,
-           failed    ? "partial"
-           : changed ? "changed_hands"
-           : deleted ? "unlocked"
-                     : "not_held",
-           failed    ? "not every master could be asked"
-           : changed ? "changed hands on some master before the release; "
-                       "left alone there"
-           : deleted ? "unlocked"
-                     : "released or expired before the release",
-           -1);
-    rc = failed    ? CTL_REDIS
-         : changed ? CTL_CHANGED
-         : deleted ? CTL_OK
-                   : CTL_NONE;
+}
 
-done:
+/* Say how the release went on the masters together; the exit status. */
+static int report_tally(struct ctl *c, const struct ctl_key *k,
+                        const struct tally *t)
+{
+    report(c, k,
+           t->failed    ? "partial"
+           : t->changed ? "changed_hands"
+           : t->deleted ? "unlocked"
+                        : "not_held",
+           t->failed    ? "not every master could be asked"
+           : t->changed ? "changed hands on some master before the release; "
+                          "left alone there"
+           : t->deleted ? "unlocked"
+                        : "released or expired before the release",
+           -1);
+    return t->failed    ? CTL_REDIS
+           : t->changed ? CTL_CHANGED
+           : t->deleted ? CTL_OK
+                        : CTL_NONE;
+}
+
+/* Each master and what it did, and the end of the JSON document. */
+static void print_masters(struct ctl *c, const struct ctl_redlock *rl,
+                          const char *const *result)
+{
     if (c->json)
         out_json_open(&c->j, "masters", '[');
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < rl->n; i++) {
         if (c->json) {
             out_json_open(&c->j, NULL, '{');
-            ctl_put_url(c, "url", m[i].url);
+            ctl_put_url(c, "url", rl->m[i].url);
             out_json_str(&c->j, "result", result[i]);
             out_json_close(&c->j, '}');
         } else {
             printf("  ");
-            ctl_put_url(c, NULL, m[i].url);
+            ctl_put_url(c, NULL, rl->m[i].url);
             printf("  %s\n", result[i]);
         }
     }
@@ -247,7 +236,44 @@ done:
         out_json_close(&c->j, '}');
         out_json_end(&c->j);
     }
-    ctl_redlock_free(m, conns, n);
+}
+
+/* Redlock: on every master that has the key, compare and delete the token
+ * it has there (the runtime's one-key script, as a Redlock release). */
+static int unlock_redlock(struct ctl *c, const struct ctl_key *k)
+{
+    struct ctl_redlock rl;
+    const char *result[LW_ADMIN_MASTERS_MAX];
+    struct tally t = {0, 0, 0};
+    char what[96];
+    int has = 0, rc = ctl_redlock_read(c, k, &rl);
+
+    if (rc != LW_OK) {
+        ctl_error("unlock: %s", lw_strerror(rc));
+        ctl_redlock_free(&rl);
+        return ctl_exit_for(rc);
+    }
+    for (int i = 0; i < rl.n; i++) {
+        has += rl.m[i].token != NULL;
+        t.failed += rl.m[i].state == CTL_M_DOWN || rl.m[i].state == CTL_M_ERROR;
+        result[i] = ctl_master_state(rl.m[i].state); /* until unlocked */
+    }
+    snprintf(what, sizeof what, "held on %d of %d masters, quorum %d", has,
+             rl.n, rl.quorum);
+    if (c->json)
+        out_json_open(&c->j, NULL, '{');
+    if (has == 0) {
+        report(c, k, "not_held", "not held on any master that answered", -1);
+        rc = rl.told < rl.quorum ? CTL_REDIS : CTL_NONE;
+    } else if (!c->yes && !confirm(c, k, what)) {
+        report(c, k, "declined", "not unlocked", -1);
+        rc = CTL_DECLINED;
+    } else {
+        release_masters(k, &rl, result, &t);
+        rc = report_tally(c, k, &t);
+    }
+    print_masters(c, &rl, result);
+    ctl_redlock_free(&rl);
     return rc;
 }
 

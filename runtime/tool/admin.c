@@ -1,0 +1,242 @@
+/* What the runtime lends an operator's tool (admin.h): each call is the
+ * runtime's own, behind types the tool can hold without seeing inside. */
+#include "tool/admin.h"
+
+#include <lockweave.h>
+#include <stdlib.h>
+
+#include "base/config.h"
+#include "base/url.h"
+#include "core/keynames.h"
+#include "core/kind.h"
+#include "core/queue.h"
+#include "core/scripts.h"
+#include "core/send.h"
+#include "net/conn.h"
+#include "topology/route.h"
+#include "topology/slotmap.h"
+
+/* admin.h repeats these numbers so that a tool needs no other header. */
+_Static_assert((int)LW_ADMIN_SINGLE == (int)LW_TOPO_SINGLE &&
+                   (int)LW_ADMIN_CLUSTER == (int)LW_TOPO_CLUSTER &&
+                   (int)LW_ADMIN_REDLOCK == (int)LW_TOPO_REDLOCK,
+               "admin.h's topologies are base/url.h's");
+_Static_assert(LW_ADMIN_MASTERS_MAX == LW_ENDPOINTS_MAX,
+               "admin.h's most masters are base/url.h's");
+_Static_assert(LW_ADMIN_KIND_READERS == LW_KIND_READERS &&
+                   LW_ADMIN_KIND_PERMITS == LW_KIND_PERMITS &&
+                   LW_ADMIN_KIND_SHARED == LW_KIND_SHARED,
+               "admin.h's kind flags are core/kind.h's");
+
+#define ADMIN_KIND_FLAGS                                                       \
+    (LW_ADMIN_KIND_READERS | LW_ADMIN_KIND_PERMITS | LW_ADMIN_KIND_SHARED)
+
+int lw__admin_url_check(const char *url, char *err, size_t errlen)
+{
+    struct lw_endpoints ep;
+    int rc = lw__endpoints_parse(url, &ep, err, errlen);
+
+    if (rc == LW_OK)
+        lw__endpoints_free(&ep);
+    return rc;
+}
+
+int lw__admin_config(struct lw_admin_config *c)
+{
+    const struct lw_settings *s = lw__settings();
+
+    if (s->error != LW_OK)
+        return s->error;
+    c->s = s;
+    c->prefix = s->prefix;
+    c->prefix_len = s->prefix_len;
+    c->topology = s->ep.topology;
+    return LW_OK;
+}
+
+/* A Cluster's masters, from the slot map learnt again now: into *urls. */
+static int cluster_masters(const struct lw_settings *s,
+                           const struct lw_url **urls, int *n)
+{
+    int rc = lw__route_refresh(s);
+    const struct lw_slotmap *m = lw__slotmap_current();
+
+    if (m == NULL || m->cfg_gen != s->gen)
+        return rc != LW_OK ? rc : LW_EREDIS;
+    *urls = m->nodes;
+    *n = m->nnodes;
+    return LW_OK;
+}
+
+int lw__admin_masters(const struct lw_admin_config *c,
+                      const struct lw_url ***out, int *n)
+{
+    const struct lw_settings *s = c->s;
+    const struct lw_url *urls = s->ep.urls;
+    int rc = LW_OK;
+
+    *out = NULL;
+    *n = s->ep.topology == LW_TOPO_REDLOCK ? s->ep.n : 1;
+    if (s->ep.topology == LW_TOPO_CLUSTER)
+        rc = cluster_masters(s, &urls, n);
+    if (rc != LW_OK)
+        return rc;
+    *out = malloc((size_t)*n * sizeof **out);
+    if (*out == NULL)
+        return LW_ENOMEM;
+    for (int i = 0; i < *n; i++)
+        (*out)[i] = &urls[i];
+    return LW_OK;
+}
+
+void lw__admin_describe(const struct lw_url *u, char *buf, size_t len)
+{
+    lw__url_describe(u, buf, len);
+}
+
+/* A pipeline as net/ sends it: a copy of cmds, which the caller frees
+ * (NULL on out-of-memory). */
+static struct lw_cmd *cmds_in(const struct lw_admin_cmd *cmds, int n)
+{
+    struct lw_cmd *v = calloc((size_t)n + 1, sizeof *v);
+
+    for (int i = 0; v != NULL && i < n; i++)
+        v[i] = (struct lw_cmd){cmds[i].argc, cmds[i].argv, cmds[i].lens};
+    return v;
+}
+
+int lw__admin_send_key(const struct lw_admin_config *c, const char *key,
+                       size_t keylen, const struct lw_admin_cmd *cmds,
+                       int ncmds, redisReply **replies)
+{
+    struct lw_cmd *v = cmds_in(cmds, ncmds);
+    struct lw_request q = {
+        .cmds = v, .ncmds = ncmds, .flags = LW_REQ_RAW_ERRORS};
+    struct lw_target t;
+    int replayed = 0, rc;
+
+    if (v == NULL)
+        return LW_ENOMEM;
+    rc = lw__target_for(&t, c->s, key, keylen);
+    if (rc == LW_OK)
+        rc = lw__send(&t, &q, 0, replies, &replayed);
+    /* A pipeline met by ASK (its slot migrating): read-only, so the map is
+     * refreshed and it is sent once more. */
+    if (rc > 0 && lw__route_refresh(c->s) == LW_OK)
+        rc = lw__send(&t, &q, 0, replies, &replayed);
+    free(v);
+    return rc > 0 ? LW_EREDIS : rc;
+}
+
+/* q to server u on *conn, opened on first use. */
+static int run_to(const struct lw_url *u, struct lw_conn **conn,
+                  const struct lw_request *q, redisReply **replies)
+{
+    int replayed = 0;
+
+    if (*conn == NULL && (*conn = lw__conn_new_to(u)) == NULL)
+        return LW_ENOMEM;
+    return lw__conn_run(*conn, q, replies, &replayed);
+}
+
+int lw__admin_send_to(const struct lw_url *u, struct lw_conn **conn,
+                      const struct lw_admin_cmd *cmds, int ncmds,
+                      redisReply **replies)
+{
+    struct lw_cmd *v = cmds_in(cmds, ncmds);
+    struct lw_request q = {
+        .cmds = v, .ncmds = ncmds, .flags = LW_REQ_RAW_ERRORS};
+    int rc;
+
+    if (v == NULL)
+        return LW_ENOMEM;
+    rc = run_to(u, conn, &q, replies);
+    free(v);
+    return rc;
+}
+
+void lw__admin_conn_free(struct lw_conn *conn)
+{
+    if (conn != NULL)
+        lw__conn_free(conn);
+}
+
+void lw__admin_replies_free(redisReply **r, int n)
+{
+    lw__replies_free(r, n);
+}
+
+int lw__admin_names(const struct lw_admin_config *c, const char *key,
+                    size_t len, size_t prefix_len, struct lw_admin_names *n)
+{
+    struct lw_names *own = malloc(sizeof *own);
+    int rc;
+
+    n->own = NULL;
+    if (own == NULL)
+        return LW_ENOMEM;
+    rc = lw__names_init(own, key, len, prefix_len,
+                        c->s->ep.topology == LW_TOPO_CLUSTER);
+    if (rc != LW_OK) {
+        free(own);
+        return rc;
+    }
+    n->queue = own->queue, n->queuelen = own->queuelen;
+    n->fence = own->fence, n->fencelen = own->fencelen;
+    n->alive = own->alive, n->alivelen = own->alivelen;
+    n->readers = own->readers, n->readerslen = own->readerslen;
+    n->own = own;
+    return LW_OK;
+}
+
+void lw__admin_names_free(struct lw_admin_names *n)
+{
+    if (n->own != NULL) {
+        lw__names_free(n->own);
+        free(n->own);
+        n->own = NULL;
+    }
+}
+
+int lw__admin_companion(const char *name, size_t len, const char *prefix,
+                        size_t prefix_len)
+{
+    return lw__names_companion(name, len, prefix, prefix_len);
+}
+
+int lw__admin_kind_of(const redisReply *get, struct lw_admin_kind *k)
+{
+    const struct lw_kind *kind = lw__kind_of(get);
+    const struct lw_kind *shown = kind != NULL ? kind : &lw__kind_mutex;
+
+    k->name = shown->name;
+    k->noun = shown->noun;
+    k->flags = shown->flags & ADMIN_KIND_FLAGS;
+    return kind != NULL;
+}
+
+int lw__admin_release(const struct lw_admin_config *c, const char *key,
+                      size_t keylen, const char *token, size_t toklen,
+                      const struct lw_admin_names *n, redisReply **r,
+                      int *replayed)
+{
+    *r = NULL;
+    return lw__release_send(c->s, key, keylen, token, toklen, n->own,
+                            LW_RELEASE_NO_RECEIPT, 0, r, replayed);
+}
+
+int lw__admin_release_one(const struct lw_url *u, struct lw_conn **conn,
+                          const char *key, size_t keylen, const char *token,
+                          size_t toklen, redisReply **r)
+{
+    const char *argv[] = {key, token};
+    size_t lens[] = {keylen, toklen};
+    struct lw_request q = {.script = &lw__script_onekey,
+                           .nkeys = 1,
+                           .nargs = 1,
+                           .argv = argv,
+                           .lens = lens};
+
+    *r = NULL;
+    return run_to(u, conn, &q, r);
+}
