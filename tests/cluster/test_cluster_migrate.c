@@ -90,40 +90,6 @@ static void *worker(void *arg)
     return NULL;
 }
 
-static void node_id(rh_server *s, char *buf, size_t cap)
-{
-    redisReply *r = rh_cmd(s, "CLUSTER MYID");
-    CHECK(r != NULL && r->type == REDIS_REPLY_STRING);
-    snprintf(buf, cap, "%s", r->str);
-    freeReplyObject(r);
-}
-
-static int is_master(rh_server *s)
-{
-    redisReply *r = rh_cmd(s, "ROLE");
-    int m = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
-            strcmp(r->element[0]->str, "master") == 0;
-    freeReplyObject(r);
-    return m;
-}
-
-static void ok_reply(redisReply *r, const char *what)
-{
-    CHECK_MSG(r != NULL && r->type != REDIS_REPLY_ERROR, "%s: %s", what,
-              r ? r->str : "no reply");
-    freeReplyObject(r);
-}
-
-/* Start moving slot from src to dst (keys stay where they are). */
-static void begin_migration(rh_server *src, rh_server *dst, int slot,
-                            const char *src_id, const char *dst_id)
-{
-    ok_reply(rh_cmd(dst, "CLUSTER SETSLOT %d IMPORTING %s", slot, src_id),
-             "IMPORTING");
-    ok_reply(rh_cmd(src, "CLUSTER SETSLOT %d MIGRATING %s", slot, dst_id),
-             "MIGRATING");
-}
-
 /* 1 if s holds key; a node migrating key's slot answers ASK for a key it
  * does not hold. */
 static long long exists(rh_server *s, const char *key)
@@ -171,7 +137,6 @@ static void *wait_in_split_slot(void *arg)
  * release must succeed, not leave the key to its TTL, and the waiter gets
  * the lock.  The slot is another of src's, made stable again afterwards. */
 static void release_in_split_slot(rh_server *src, rh_server *dst,
-                                  const char *src_id, const char *dst_id,
                                   int with_waiter)
 {
     char full[40], queue[64];
@@ -205,13 +170,15 @@ static void release_in_split_slot(rh_server *src, rh_server *dst,
         }
         usleep(50000); /* older than the hand-off age: it is handed the lock */
     }
-    begin_migration(src, dst, slot, src_id, dst_id);
+    CHECK_EQ(rh_cluster_migrate_begin(&cl, src, dst, slot), 0);
     CHECK_EQ(lw_guard_leave(&g), LW_OK);
     CHECK_EQ(atomic_load(&release_failures), 0);
     /* Deleted, or handed to the waiter. */
     CHECK_EQ(exists(src, full), with_waiter);
-    ok_reply(rh_cmd(src, "CLUSTER SETSLOT %d STABLE", slot), "STABLE");
-    ok_reply(rh_cmd(dst, "CLUSTER SETSLOT %d STABLE", slot), "STABLE");
+    CHECK_EQ(rh_ok(rh_cmd(src, "CLUSTER SETSLOT %d STABLE", slot), "STABLE"),
+             0);
+    CHECK_EQ(rh_ok(rh_cmd(dst, "CLUSTER SETSLOT %d STABLE", slot), "STABLE"),
+             0);
     if (with_waiter) {
         CHECK_EQ(pthread_join(t, NULL), 0);
         CHECK_RC(w.rc, LW_OK);
@@ -226,31 +193,21 @@ static int move_keys(rh_server *src, rh_server *dst, int slot)
 
     for (;;) {
         redisReply *keys = rh_cmd(src, "CLUSTER GETKEYSINSLOT %d 3", slot);
-        const char *argv[16];
-        size_t lens[16];
-        char port[16];
-        int n = 0;
+        const char *names[3];
+        size_t lens[3];
 
         CHECK(keys != NULL && keys->type == REDIS_REPLY_ARRAY);
         if (keys->elements == 0) {
             freeReplyObject(keys);
             return moved;
         }
-        snprintf(port, sizeof port, "%d", dst->port);
-        argv[n++] = "MIGRATE";
-        argv[n++] = "127.0.0.1";
-        argv[n++] = port;
-        argv[n++] = "";
-        argv[n++] = "0";
-        argv[n++] = "5000";
-        argv[n++] = "KEYS";
         for (size_t i = 0; i < keys->elements; i++) {
-            argv[n] = keys->element[i]->str;
-            lens[n++] = keys->element[i]->len;
+            names[i] = keys->element[i]->str;
+            lens[i] = keys->element[i]->len;
         }
-        for (int i = 0; i < 7; i++)
-            lens[i] = strlen(argv[i]);
-        ok_reply(rh_cmd_argv(src, n, argv, lens), "MIGRATE");
+        CHECK_EQ(
+            rh_cluster_migrate_keys(src, dst, (int)keys->elements, names, lens),
+            0);
         moved += (int)keys->elements;
         freeReplyObject(keys);
         usleep(20000); /* let the workers meet the half-moved slot */
@@ -259,7 +216,7 @@ static int move_keys(rh_server *src, rh_server *dst, int slot)
 
 int main(void)
 {
-    char key[32], full[40], src_id[64], dst_id[64];
+    char key[32], full[40];
     pthread_t t[THREADS];
     rh_server *src, *dst = NULL;
     lw_config cfg;
@@ -281,32 +238,22 @@ int main(void)
             dst = m;
     }
     CHECK(dst != NULL);
-    node_id(src, src_id, sizeof src_id);
-    node_id(dst, dst_id, sizeof dst_id);
 
     lw_set_logger(count_failures, NULL, LW_LOG_WARN);
     lw_config_init(&cfg);
     cfg.redis_url = cl.url;
     CHECK_EQ(lw_configure(&cfg), LW_OK);
-    release_in_split_slot(src, dst, src_id, dst_id, 0);
-    release_in_split_slot(src, dst, src_id, dst_id, 1);
+    release_in_split_slot(src, dst, 0);
+    release_in_split_slot(src, dst, 1);
     for (int i = 0; i < THREADS; i++)
         CHECK_EQ(pthread_create(&t[i], NULL, worker, (void *)(intptr_t)(i + 1)),
                  0);
     usleep(300000);
     before = atomic_load(&sections);
 
-    begin_migration(src, dst, slot, src_id, dst_id);
+    CHECK_EQ(rh_cluster_migrate_begin(&cl, src, dst, slot), 0);
     moved = move_keys(src, dst, slot);
-    /* The importing node first (it bumps its epoch), then every master;
-     * replicas learn it by gossip. */
-    ok_reply(rh_cmd(dst, "CLUSTER SETSLOT %d NODE %s", slot, dst_id),
-             "SETSLOT NODE");
-    for (int i = 0; i < cl.n; i++)
-        if (is_master(&cl.node[i]) && &cl.node[i] != dst)
-            ok_reply(
-                rh_cmd(&cl.node[i], "CLUSTER SETSLOT %d NODE %s", slot, dst_id),
-                "SETSLOT NODE");
+    CHECK_EQ(rh_cluster_migrate_end(&cl, dst, slot), 0);
     CHECK_EQ(rh_cluster_wait_ok(&cl, 10000), 0);
     usleep(500000);
     atomic_store(&stop, 1);

@@ -178,50 +178,17 @@ static void *sem_worker(void *arg)
     return NULL;
 }
 
-static void ok_reply(redisReply *r, const char *what)
-{
-    CHECK_MSG(r != NULL && r->type != REDIS_REPLY_ERROR, "%s: %s", what,
-              r ? r->str : "no reply");
-    freeReplyObject(r);
-}
-
-static int is_master(rh_server *s)
-{
-    redisReply *r = rh_cmd(s, "ROLE");
-    int m = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
-            strcmp(r->element[0]->str, "master") == 0;
-    freeReplyObject(r);
-    return m;
-}
-
-static const char *id_of(rh_server *s)
-{
-    return cl.id[s - cl.node];
-}
-
 /* Start moving slot from src to dst (keys stay where they are). */
 static void begin_migration(rh_server *src, rh_server *dst, int slot)
 {
-    ok_reply(rh_cmd(dst, "CLUSTER SETSLOT %d IMPORTING %s", slot, id_of(src)),
-             "IMPORTING");
-    ok_reply(rh_cmd(src, "CLUSTER SETSLOT %d MIGRATING %s", slot, id_of(dst)),
-             "MIGRATING");
+    CHECK_EQ(rh_cluster_migrate_begin(&cl, src, dst, slot), 0);
     atomic_store(&moving, 1);
 }
 
 static void migrate_key(rh_server *src, rh_server *dst, const char *key,
                         size_t len)
 {
-    char port[16];
-    const char *argv[8] = {"MIGRATE", "127.0.0.1", port,   "",
-                           "0",       "5000",      "KEYS", key};
-    size_t lens[8];
-
-    snprintf(port, sizeof port, "%d", dst->port);
-    for (int i = 0; i < 7; i++)
-        lens[i] = strlen(argv[i]);
-    lens[7] = len;
-    ok_reply(rh_cmd_argv(src, 8, argv, lens), "MIGRATE");
+    CHECK_EQ(rh_cluster_migrate_keys(src, dst, 1, &key, &len), 0);
 }
 
 /* Move every key of slot left on src to dst, one at a time, pause_us
@@ -244,15 +211,7 @@ static int finish_migration(rh_server *src, rh_server *dst, int slot,
         moved++;
         usleep(pause_us); /* the workers meet the half-moved slot */
     }
-    /* The importing node first (it bumps its epoch), then every master;
-     * replicas learn it by gossip. */
-    ok_reply(rh_cmd(dst, "CLUSTER SETSLOT %d NODE %s", slot, id_of(dst)),
-             "SETSLOT NODE");
-    for (int i = 0; i < cl.n; i++)
-        if (&cl.node[i] != dst && is_master(&cl.node[i]))
-            ok_reply(rh_cmd(&cl.node[i], "CLUSTER SETSLOT %d NODE %s", slot,
-                            id_of(dst)),
-                     "SETSLOT NODE");
+    CHECK_EQ(rh_cluster_migrate_end(&cl, dst, slot), 0);
     atomic_store(&moving, 0);
     return moved;
 }
@@ -267,7 +226,7 @@ static long long holds(rh_server *s, const char *key, size_t len)
     redisReply *r;
     long long n;
 
-    ok_reply(rh_cmd(s, "ASKING"), "ASKING");
+    CHECK_EQ(rh_ok(rh_cmd(s, "ASKING"), "ASKING"), 0);
     r = rh_cmd_argv(s, 2, argv, lens);
 
     CHECK(r != NULL);
@@ -399,7 +358,7 @@ int main(void)
     owner = rh_cluster_master_of(&cl, slot);
     CHECK(owner != NULL);
     for (int i = 0; i < cl.n; i++)
-        if (is_master(&cl.node[i])) {
+        if (rh_cluster_is_master(&cl.node[i])) {
             if (&cl.node[i] == owner)
                 cur = nmasters;
             masters[nmasters++] = &cl.node[i];

@@ -8,7 +8,6 @@
  */
 #include <lockweave.h>
 
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +16,7 @@
 
 #include "fc_check.h"
 #include "fw_shared.h"
+#include "redis_harness.h"
 
 enum { EXCL, ORDER, STALE, STORE, UNFIN };
 static const char *const rule[FC_NRULES] = {"exclusion", "order", "stale",
@@ -32,16 +32,6 @@ struct rec {
 
 static char base[256];
 static int failures;
-
-static int remove_entry(const char *path, const struct stat *sb, int flag,
-                        struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
 
 /* Write one history (one key, one thread per section) as a run directory
  * and check it: the counts must be exactly want[]. */
@@ -181,7 +171,7 @@ int main(void)
 
     if (failures == 0) {
         printf("all checker rules fire where they must, and only there\n");
-        nftw(base, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+        rh_remove_tree(base);
     } else {
         printf("histories kept in %s\n", base);
     }

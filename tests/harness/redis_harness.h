@@ -142,12 +142,20 @@ redisReply *rh_cmd_argv(rh_server *s, int argc, const char **argv,
  * printing the reply) for anything else. */
 long long rh_cmd_int(rh_server *s, const char *fmt, ...);
 
+/* 0 if r is a reply and not an error, else -1 after printing what (the
+ * command's name) and why on stderr; frees r either way. */
+int rh_ok(redisReply *r, const char *what);
+
 /* A new connection of the caller's own (authenticated if opts.password), for
  * a thread or a forked child.  NULL on failure (printed).  redisFree() it. */
 redisContext *rh_connect(const rh_server *s);
 
 /* A free loopback TCP port right now (bind port 0, read it back), or -1. */
 int rh_free_port(void);
+
+/* Remove a directory tree (a server's private dir, a test's scratch dir);
+ * nothing for NULL or "". */
+void rh_remove_tree(const char *dir);
 
 /* Path of the redis-server executable ($LW_REDIS_SERVER, then $PATH, then
  * the usual directories), or NULL if there is none. */

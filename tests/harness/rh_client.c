@@ -141,6 +141,18 @@ redisReply *rh_cmd(rh_server *s, const char *fmt, ...)
     return r;
 }
 
+int rh_ok(redisReply *r, const char *what)
+{
+    int ok = r != NULL && r->type != REDIS_REPLY_ERROR;
+
+    if (!ok)
+        fprintf(stderr, "redis harness: %s: %s\n", what,
+                r != NULL ? r->str : "no reply");
+    if (r != NULL)
+        freeReplyObject(r);
+    return ok ? 0 : -1;
+}
+
 long long rh_cmd_int(rh_server *s, const char *fmt, ...)
 {
     va_list ap;

@@ -384,3 +384,69 @@ redisReply *rh_cluster_cmd_argv(rh_cluster *c, int slot, int argc,
     }
     return rh_cmd_argv(m, argc, argv, lens);
 }
+
+static const char *id_of(rh_cluster *c, rh_server *s)
+{
+    return c->id[s - c->node];
+}
+
+int rh_cluster_is_master(rh_server *s)
+{
+    redisReply *r = rh_cmd(s, "ROLE");
+    int m = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+            strcmp(r->element[0]->str, "master") == 0;
+
+    if (r != NULL)
+        freeReplyObject(r);
+    return m;
+}
+
+int rh_cluster_migrate_begin(rh_cluster *c, rh_server *src, rh_server *dst,
+                             int slot)
+{
+    if (rh_ok(
+            rh_cmd(dst, "CLUSTER SETSLOT %d IMPORTING %s", slot, id_of(c, src)),
+            "IMPORTING") != 0)
+        return -1;
+    return rh_ok(
+        rh_cmd(src, "CLUSTER SETSLOT %d MIGRATING %s", slot, id_of(c, dst)),
+        "MIGRATING");
+}
+
+int rh_cluster_migrate_keys(rh_server *src, rh_server *dst, int n,
+                            const char *const *keys, const size_t *lens)
+{
+    enum { HEAD = 7 };
+    const char *argv[HEAD + 64];
+    size_t argl[HEAD + 64];
+    char port[16];
+    const char *head[HEAD] = {"MIGRATE", "127.0.0.1", port,  "",
+                              "0",       "5000",      "KEYS"};
+
+    if (n < 1 || n > 64)
+        return -1;
+    snprintf(port, sizeof port, "%d", dst->port);
+    for (int i = 0; i < HEAD; i++) {
+        argv[i] = head[i];
+        argl[i] = strlen(head[i]);
+    }
+    for (int i = 0; i < n; i++) {
+        argv[HEAD + i] = keys[i];
+        argl[HEAD + i] = lens[i];
+    }
+    return rh_ok(rh_cmd_argv(src, HEAD + n, argv, argl), "MIGRATE");
+}
+
+int rh_cluster_migrate_end(rh_cluster *c, rh_server *dst, int slot)
+{
+    if (rh_ok(rh_cmd(dst, "CLUSTER SETSLOT %d NODE %s", slot, id_of(c, dst)),
+              "SETSLOT NODE") != 0)
+        return -1;
+    for (int i = 0; i < c->n; i++)
+        if (&c->node[i] != dst && rh_cluster_is_master(&c->node[i]) &&
+            rh_ok(rh_cmd(&c->node[i], "CLUSTER SETSLOT %d NODE %s", slot,
+                         id_of(c, dst)),
+                  "SETSLOT NODE") != 0)
+            return -1;
+    return 0;
+}

@@ -66,6 +66,21 @@ redisReply *rh_cluster_cmd_argv(rh_cluster *c, int slot, int argc,
 /* Path of redis-cli (next to redis-server, or on $PATH), or NULL. */
 const char *rh_cli_path(void);
 
+/* A slot moved by hand, as an operator's resharding does: begin (dst
+ * IMPORTING from src, src MIGRATING to dst; keys stay where they are),
+ * move keys one MIGRATE at a time (n keys, lens their lengths), end (the
+ * slot given to dst: dst first, it bumps its epoch, then every master;
+ * replicas learn it by gossip).  Each returns 0, or -1 after printing the
+ * reply that refused it. */
+int rh_cluster_migrate_begin(rh_cluster *c, rh_server *src, rh_server *dst,
+                             int slot);
+int rh_cluster_migrate_keys(rh_server *src, rh_server *dst, int n,
+                            const char *const *keys, const size_t *lens);
+int rh_cluster_migrate_end(rh_cluster *c, rh_server *dst, int slot);
+
+/* 1 if s is a master now (ROLE), 0 if not or unreachable. */
+int rh_cluster_is_master(rh_server *s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,9 +13,6 @@ redisContext *rh__connect_quiet(const rh_server *s, int timeout_ms, char *err,
 void rh__registry_add(pid_t pid, const char *dir);
 void rh__registry_remove(pid_t pid);
 
-/* Remove a directory tree (the server's private dir). */
-void rh__remove_tree(const char *dir);
-
 /* SIGTERM (SIGCONT first, in case it is stopped), reap; SIGKILL after
  * grace_ms.  Returns 0 if it exited by itself, -1 if it had to be killed. */
 int rh__terminate(pid_t pid, int grace_ms);

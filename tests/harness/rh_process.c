@@ -47,7 +47,7 @@ static int remove_entry(const char *path, const struct stat *sb, int flag,
     return 0;
 }
 
-void rh__remove_tree(const char *dir)
+void rh_remove_tree(const char *dir)
 {
     if (dir && *dir)
         nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
@@ -325,7 +325,7 @@ int rh_start(rh_server *s, const rh_opts *opts)
         remove(s->log_path);
     }
     fprintf(stderr, "redis harness: could not start redis-server (%s)\n", exe);
-    rh__remove_tree(s->dir);
+    rh_remove_tree(s->dir);
     s->dir[0] = '\0';
     return -1;
 }
@@ -359,7 +359,7 @@ int rh_stop(rh_server *s)
     if (s->owner != 0 && s->owner != getpid())
         return 0; /* a forked child: the server is the parent's */
     int r = stop_process(s);
-    rh__remove_tree(s->dir);
+    rh_remove_tree(s->dir);
     s->dir[0] = '\0';
     return r;
 }

@@ -24,7 +24,7 @@ static void stop_all(void)
     for (int i = 0; i < RH_MAX_SERVERS; i++) {
         if (reg[i].pid > 0 && reg[i].owner == getpid()) {
             rh__terminate(reg[i].pid, 3000);
-            rh__remove_tree(reg[i].dir);
+            rh_remove_tree(reg[i].dir);
             reg[i].pid = 0;
         }
     }

@@ -121,7 +121,7 @@ int rh_tls_make(rh_tls *t)
 void rh_tls_remove(rh_tls *t)
 {
     if (t->dir[0])
-        rh__remove_tree(t->dir);
+        rh_remove_tree(t->dir);
     t->dir[0] = '\0';
 }
 
