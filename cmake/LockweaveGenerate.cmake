@@ -5,10 +5,13 @@
 # the command line the build tool runs (every flag, definition, include
 # directory and generator expression, for the configuration being built).
 # For each source it either weaves the annotated definitions and compiles
-# the woven copy (beside the object: <object>.lw.c), or compiles the source
-# as it is.  Sources added after this call, with target_sources() or as
-# generated files, go the same way; so does a launcher such as ccache, which
-# runs after lockweave-gen.  Also links lockweave::runtime.
+# the woven copy (a temporary file outside the build tree, with -fexceptions
+# so that a C++ exception through a locked function releases its lock; see
+# docs/weaving.md), or compiles the source as it is.  Sources added after
+# this call, with target_sources() or as generated files, go the same way;
+# so does a launcher such as ccache, which runs after lockweave-gen.  Also
+# links lockweave::runtime: PUBLIC for a library (its users get
+# <lockweave.h> and the runtime), PRIVATE otherwise.
 #
 # An annotated definition in a file that is compiled without lockweave-gen
 # fails to link, naming lockweave_generate; see <lockweave.h>.
@@ -54,9 +57,13 @@ function(lockweave_generate target)
   # Properties rather than target_link_libraries(): that would clash with a
   # target linked with the keyword-less signature.
   set_property(TARGET ${target} APPEND PROPERTY LINK_LIBRARIES lockweave::runtime)
-  if(type STREQUAL "STATIC_LIBRARY" OR type STREQUAL "OBJECT_LIBRARY")
+  # A library links it PUBLIC: what links a static or object library needs
+  # the runtime to link at all, and whoever calls a guarded function needs
+  # <lockweave.h>'s directory, for the library's headers that include it (an
+  # annotated declaration does) and for lw_last_error().
+  if(type MATCHES "^(STATIC|SHARED|OBJECT)_LIBRARY$")
     set_property(TARGET ${target} APPEND PROPERTY
-      INTERFACE_LINK_LIBRARIES "$<LINK_ONLY:lockweave::runtime>")
+      INTERFACE_LINK_LIBRARIES lockweave::runtime)
   endif()
 endfunction()
 

@@ -34,21 +34,34 @@ typedef struct lw_compile {
     int other_input;     /* an input of another language (-x c-header) */
     int compile_only;    /* -c, -S, -E or -fsyntax-only: no link */
     const char *obj;     /* -o, or NULL */
-    const char *depfile; /* -MF, or NULL */
+    const char *depfile; /* -MF (or -Wp,-MD,), or NULL */
+    int md;              /* -MD or -MMD: a depfile, -MF's or named after -o */
 } lw_compile;
 
 void compile_parse(lw_compile *c, int argc, char **argv);
-/* Where the woven copy of c's source goes: beside the object, else beside
- * what -c would write, else in a new temporary directory (*temp set: remove
- * it after the compile).  Caller frees; NULL if no temporary was made. */
-char *compile_woven_path(const lw_compile *c, int *temp);
-/* Run c's command with argv[src] replaced by source (NULL: kept), pre after
- * the compiler and post at the end.  Without a depfile or a file to remove
- * afterwards it execs the compiler; otherwise it waits, adds this
- * generator's two executables to the depfile and removes remove_after (and
- * its directory).  Returns the compiler's exit status. */
-int compile_run(const lw_compile *c, const char *source, const lw_argv *pre,
-                const lw_argv *post, const char *remove_after);
+/* The woven copy of a compile's source lives outside the build tree, where
+ * no wildcard, clean rule or rmdir of the object directory meets it: in
+ * $TMPDIR/lockweave-<uid>/, in a directory named after the object, under
+ * the source's own name, for the length of the compile. */
+typedef struct lw_copy {
+    char *file;  /* what the compiler reads */
+    char *shown; /* the name the wrappers' #line gives; where
+                  * LOCKWEAVE_KEEP_WOVEN keeps the copy */
+    char *dir;   /* file's directory, removed after the compile */
+} lw_copy;
+
+/* Choose, and make the directory of, the woven copy of c's source.  0, or
+ * -1 with errno. */
+int copy_place(const lw_compile *c, lw_copy *cp);
+void copy_free(lw_copy *cp);
+/* Run c's command with its source replaced by copy->file (copy NULL: kept),
+ * pre after the compiler and post at the end.  With neither a copy nor a
+ * depfile it execs the compiler; otherwise it waits, then makes the
+ * depfile name input (the source as given) for the copy and adds this
+ * generator's two executables to it, and removes the copy.  Returns the
+ * compiler's exit status. */
+int compile_run(const lw_compile *c, const char *input, const lw_copy *copy,
+                const lw_argv *pre, const lw_argv *post);
 /* Paths of lockweave-gen and lockweave-gen-scan, the one running and its
  * sibling.  0 or -1. */
 int self_paths(char *front, char *scan, size_t size);

@@ -170,7 +170,7 @@ int cli_unparsed(lw_cli *cl)
 
     if (cl->launch) {
         argv_push(&post, "-DLW__MODE=" LW_MODE_UNPARSED);
-        status = compile_run(&cl->compile, NULL, NULL, &post, NULL);
+        status = compile_run(&cl->compile, cl->input, NULL, NULL, &post);
     } else {
         weave_passthrough(cl->input_abs, LW_MODE_UNPARSED, &out);
         status =

@@ -37,12 +37,42 @@ int depfile_write(const char *path, const char *target, const char *const *deps,
     return rc;
 }
 
-int depfile_add(const char *path, const char *const *deps, int ndeps)
+/* Whether a name ends at in[i]: a blank, the end of a line, or of the
+ * file. */
+static int name_ends(const lw_buf *in, size_t i)
 {
-    lw_buf in = {0}, out = {0};
+    return i == in->len || in->p[i] == ' ' || in->p[i] == '\t' ||
+           in->p[i] == '\n' || in->p[i] == '\r' ||
+           (in->p[i] == '\\' && i + 1 < in->len &&
+            (in->p[i + 1] == '\n' || in->p[i + 1] == '\r'));
+}
+
+int depfile_add(const char *path, const char *from, const char *to,
+                const char *const *deps, int ndeps)
+{
+    lw_buf in = {0}, out = {0}, efrom = {0}, eto = {0};
     int rc = -1;
     if (file_read(path, &in) != 0 || !in.p)
         goto cleanup;
+    if (from && to) {
+        /* Names are compared as the depfile writes them, escaped. */
+        put_escaped(&efrom, from);
+        put_escaped(&eto, to);
+        lw_buf swapped = {0};
+        for (size_t i = 0; i < in.len;) {
+            if (efrom.len && i + efrom.len <= in.len &&
+                memcmp(in.p + i, efrom.p, efrom.len) == 0 &&
+                (i == 0 || in.p[i - 1] == ' ' || in.p[i - 1] == '\t' ||
+                 in.p[i - 1] == '\n') &&
+                name_ends(&in, i + efrom.len)) {
+                buf_put(&swapped, eto.p, eto.len);
+                i += efrom.len;
+            } else
+                buf_putc(&swapped, in.p[i++]);
+        }
+        buf_free(&in);
+        in = swapped;
+    }
     /* The rule's targets end at the first unescaped ':' followed by a
      * blank or the end of the line. */
     size_t i = 0;
@@ -66,5 +96,7 @@ int depfile_add(const char *path, const char *const *deps, int ndeps)
 cleanup:
     buf_free(&in);
     buf_free(&out);
+    buf_free(&efrom);
+    buf_free(&eto);
     return rc;
 }

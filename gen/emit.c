@@ -28,6 +28,7 @@ static const struct {
     {"lw_guard_enter_all", "<lockweave.h>"},
     {"lw_guard_leave", "<lockweave.h>"},
     {"lw_guard_leave_all", "<lockweave.h>"},
+    {"lw_guard_cleanup", "<lockweave.h>"},
     {"lw_set_last_error", "<lockweave.h>"},
     {"LW_OK", "<lockweave.h>"},
     {"LW_LOCK_READ", "<lockweave.h>"},
@@ -118,8 +119,9 @@ static void put_user_expr(lw_buf *b, const lw_expr *e)
     buf_printf(b, "\n%s\n" LW_LINE_RESUME "\n", e->text);
 }
 
-/* The wrapper's skip_if test: before the lock (nothing to leave), and again
- * under it (leave first).  note goes after "if (", leave before the return. */
+/* The wrapper's skip_if test: before the lock (the guards' cleanup drops
+ * them), and again under it (leave first).  note goes after "if (", leave
+ * before the return. */
 static void put_skip_if(lw_buf *b, const lw_expr *skip_if, const char *note,
                         const char *leave, const char *retstmt)
 {
@@ -209,9 +211,14 @@ static void put_lock_options(lw_buf *b, const lw_lockopts *v)
     }
 }
 
-/* The wrapper up to the body's call: options, guards, keys, skip_if, and
+/* The wrapper up to the body's call: options, guards, skip_if, keys, and
  * the acquisition, returning retstmt when it fails.  Several locks are
- * entered as one (lw_guard_enter_all: sorted by key, all or none). */
+ * entered as one (lw_guard_enter_all: sorted by key, all or none).
+ *
+ * Each guard is left by its cleanup however the wrapper's scope ends, an
+ * exception from C++ code the body calls included (lw_guard_cleanup: a
+ * guard still entered is left, one never entered discarded), so every
+ * guard is initialised before the first return. */
 static void put_locks(lw_buf *wr, const lw_func *f, const char *retstmt)
 {
     int n = f->nlocks;
@@ -229,12 +236,13 @@ static void put_locks(lw_buf *wr, const lw_func *f, const char *retstmt)
         put_lock_options(wr, &l->opts);
         buf_puts(wr, "};\n");
     }
-    buf_puts(wr, "    lw_guard ");
+    /* __cleanup__, not cleanup: a macro of the user's named cleanup must
+     * not reach the attribute. */
     for (int i = 0; i < n; i++) {
-        buf_puts(wr, i ? ", " : "");
+        buf_puts(wr, "    lw_guard ");
         guard_name(wr, f, "lw__g", i);
+        buf_puts(wr, " __attribute__((__cleanup__(lw_guard_cleanup)));\n");
     }
-    buf_puts(wr, ";\n");
     if (n > 1) {
         buf_printf(
             wr, "    enum { lw__n = %d };\n    lw_guard *lw__gs[lw__n] = {", n);
@@ -242,16 +250,21 @@ static void put_locks(lw_buf *wr, const lw_func *f, const char *retstmt)
             buf_printf(wr, "%s&lw__g%d", i ? ", " : "", i);
         buf_puts(wr, "};\n");
     }
-    if (f->skip_if.text)
-        put_skip_if(wr, &f->skip_if, "", "", retstmt);
     for (int i = 0; i < n; i++) {
         lw_buf g = {0}, o = {0};
         guard_name(&g, f, "lw__g", i);
         guard_name(&o, f, "lw__o", i);
         buf_printf(wr, "    lw_guard_init(&%s, &%s);\n", g.p, o.p);
-        emit_key(wr, &f->locks[i].key, g.p, "    ");
         buf_free(&g);
         buf_free(&o);
+    }
+    if (f->skip_if.text)
+        put_skip_if(wr, &f->skip_if, "", "", retstmt);
+    for (int i = 0; i < n; i++) {
+        lw_buf g = {0};
+        guard_name(&g, f, "lw__g", i);
+        emit_key(wr, &f->locks[i].key, g.p, "    ");
+        buf_free(&g);
     }
     if (n == 1)
         buf_printf(wr, "    if (lw_guard_enter(&lw__g) != LW_OK)\n        %s\n",
@@ -284,18 +297,36 @@ void emit_func(const lw_func *f, lw_woven *out)
     buf_printf(&wname, "lw__lock_%s", name);
     buf_printf(&bname, "lw__%s_body", name);
 
-    /* What goes in front of the definition.  The wrapper's declaration, so
-     * a call in the body (recursion) goes through the lock; then the
-     * body's, which gives the definition its linkage and its symbol. */
-    put_spec(&protos, f);
-    put_decl(&protos, &f->type, name);
+    /* What goes in front of the definition, under the woven file's own
+     * line numbers (a message about these lines shows them).  The
+     * wrapper's declaration, so a call in the body (recursion) goes
+     * through the lock, unless a declaration before the definition, a
+     * header's, already gives its prototype: a second one would be a
+     * redundant declaration (-Wredundant-decls).  Then the body's, which
+     * gives the definition its linkage and its symbol.  After a
+     * declaration without a prototype (int f();) the wrapper's is needed
+     * all the same, for the calls between the definition and the wrapper,
+     * and gcc calls it redundant: not a warning of the user's code. */
+    if (!f->rename_in_place)
+        buf_puts(&protos, LW_LINE_RESUME "\n");
+    if (f->declared < 0 && !f->rename_in_place)
+        buf_puts(&protos,
+                 "#pragma GCC diagnostic push\n"
+                 "#pragma GCC diagnostic ignored \"-Wredundant-decls\"\n");
+    if (f->declared <= 0) {
+        put_spec(&protos, f);
+        put_decl(&protos, &f->type, name);
+        buf_puts(&protos, f->rename_in_place ? "; " : ";\n");
+    }
+    if (f->declared < 0 && !f->rename_in_place)
+        buf_puts(&protos, "#pragma GCC diagnostic pop\n");
     if (f->rename_in_place) {
         /* On the definition's own line, so no line number moves. */
-        buf_printf(&protos, "; %s", bspec);
+        buf_puts(&protos, bspec);
         put_decl(&protos, &f->type, bname.p);
         buf_puts(&protos, "; ");
     } else {
-        buf_printf(&protos, ";\n#undef %s\n%s", name, bspec);
+        buf_printf(&protos, "#undef %s\n%s", name, bspec);
         put_decl(&protos, &f->type, name);
         buf_printf(&protos, " __asm__(\"%s\");\n", bname.p);
         /* In the wrapper the name is the wrapper's own; the body is

@@ -206,7 +206,7 @@ void key_free(lw_key *k);
 
 typedef struct lw_scan {
     const char *input;     /* absolute path of the input */
-    const char *line_name; /* its name in #line (as the compiler got it) */
+    const char *line_name; /* as the compiler got it: #line, messages, parse */
     int cxx;               /* parsed as C++: annotated definitions refused */
     lw_src main;           /* its text */
     lw_func *funcs;        /* the annotated definitions, checked */
@@ -235,8 +235,9 @@ void scan_free(lw_scan *s);
 typedef struct lw_woven {
     char *wrapper_name; /* lw__lock_<name>: the wrapper's C name */
     char *body_name;    /* lw__<name>_body: the body's symbol */
-    /* The wrapper's and the body's declarations, to go in front of the
-     * definition: whole lines, or text for the definition's own line
+    /* The wrapper's declaration (unless one comes earlier) and the body's,
+     * to go in front of the definition: whole lines, from an
+     * LW_LINE_RESUME, or text for the definition's own line
      * (rename_in_place). */
     char *protos;
     char *wrapper; /* the full wrapper definition, several lines */
@@ -303,9 +304,11 @@ static inline int escape_char(char x)
 
 int depfile_write(const char *path, const char *target, const char *const *deps,
                   int ndeps);
-/* Add deps to the first rule of an existing depfile (the compiler's).  0 or
+/* Add deps to the first rule of an existing depfile (the compiler's), and
+ * name to instead of from (NULL: no renaming) wherever it is named.  0 or
  * -1. */
-int depfile_add(const char *path, const char *const *deps, int ndeps);
+int depfile_add(const char *path, const char *from, const char *to,
+                const char *const *deps, int ndeps);
 
 /* Version of this generator (the project version). */
 #ifndef LW_GEN_VERSION

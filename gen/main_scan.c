@@ -9,12 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Parse the input with its compiler flags, plus what the scan needs: the
  * annotate expansion of REDIS_LOCK and clang's own headers (stddef.h,
  * stdarg.h...) explicitly rather than by a guess relative to libclang.so.
  * Warnings are not shown (the compiler shows them on the woven file) and
- * never turned into errors here.  line_name: the input's name in #line.
+ * never turned into errors here.  line_name: the input as the compiler gets
+ * it (the --launch form: as the command line gives it).
  * 0, or -1 after reporting errors. */
 static int scan_input(lw_cli *cl, lw_scan *s, const char *line_name)
 {
@@ -23,7 +25,11 @@ static int scan_input(lw_cli *cl, lw_scan *s, const char *line_name)
     s->input = cl->input_abs;
     s->line_name = line_name;
     s->cxx = cl->launch && cl->compile.cxx;
-    s->main.name = cl->input_abs;
+    /* Named as the compiler names it: the launcher's source as the
+     * command line gives it, so messages about it, about headers found
+     * next to it, and the #line of expressions written in it all say what
+     * the compiler's own messages say. */
+    s->main.name = line_name;
     s->main.text = cl->src.p ? cl->src.p : "";
     s->main.len = cl->src.len;
     argv_push(flags, "-DLW__MODE=" LW_MODE_SCAN);
@@ -68,10 +74,11 @@ static int weave_compile(lw_cli *cl)
 {
     const lw_compile *c = &cl->compile;
     lw_scan s = {0};
-    lw_buf out = {0};
+    lw_buf out = {0}, map = {0};
     lw_argv pre = {0}, post = {0};
-    char *woven = NULL, *dir = NULL;
-    int temp = 0, status = 1;
+    lw_copy copy = {0};
+    char *dir = NULL;
+    int status = 1;
 
     if (scan_input(cl, &s, cl->input) != 0)
         goto cleanup;
@@ -79,18 +86,19 @@ static int weave_compile(lw_cli *cl)
      * -include comes before its first line. */
     argv_push(&post, "-DLW__MODE=" LW_MODE_WOVEN);
     if (s.nfuncs == 0) {
-        status = compile_run(c, NULL, NULL, &post, NULL);
+        status = compile_run(c, cl->input, NULL, NULL, &post);
         goto cleanup;
     }
-    woven = compile_woven_path(c, &temp);
-    if (!woven) {
-        perror("lockweave-gen: error: cannot make a temporary directory");
+    if (copy_place(c, &copy) != 0) {
+        perror("lockweave-gen: error: cannot make a directory for the woven "
+               "copy");
         goto cleanup;
     }
-    weave(&s, woven, &out);
-    if (file_write_if_changed(woven, out.p, out.len, 0) != 0) {
-        fprintf(stderr, "lockweave-gen: error: cannot write %s: %s\n", woven,
-                strerror(errno));
+    weave(&s, copy.shown, &out);
+    if (file_write_if_changed(copy.file, out.p, out.len, 0) != 0) {
+        fprintf(stderr, "lockweave-gen: error: cannot write %s: %s\n",
+                copy.file, strerror(errno));
+        rmdir(copy.dir);
         goto cleanup;
     }
     /* The copy lives elsewhere: "quoted" includes must still find the
@@ -100,13 +108,25 @@ static int weave_compile(lw_cli *cl)
         slash ? xstrndup(cl->input, (size_t)(slash - cl->input)) : xstrdup(".");
     argv_push(&pre, "-iquote");
     argv_push(&pre, *dir ? dir : "/");
-    status = compile_run(c, woven, &pre, &post, temp ? woven : NULL);
+    /* A wrapper leaves its locks when an exception thrown by C++ code it
+     * calls passes through it (its guards' cleanup attribute), which C
+     * code does only when compiled with -fexceptions. */
+    argv_push(&post, "-fexceptions");
+    /* Debug information names the file compiled as the user's source,
+     * as a compile without lockweave's would (#line names it everywhere
+     * else). */
+    if (!strchr(copy.file, '=')) {
+        buf_printf(&map, "-fdebug-prefix-map=%s=%s", copy.file, cl->input);
+        argv_push(&post, map.p);
+    }
+    status = compile_run(c, cl->input, &copy, &pre, &post);
 cleanup:
     scan_free(&s);
     buf_free(&out);
+    buf_free(&map);
     argv_free(&pre);
     argv_free(&post);
-    free(woven);
+    copy_free(&copy);
     free(dir);
     return status;
 }

@@ -81,6 +81,10 @@ typedef struct lw_func {
     /* The name was declared before the file's first line (a forced
      * include), where the woven file's #define cannot reach it. */
     int rename_in_place;
+    /* What declares the function before the definition: 1, a declaration
+     * with a prototype (a header's), so the wrapper needs none of its
+     * own there; -1, only one without (int f();); 0, nothing. */
+    int declared;
 
     /* Linkage, inline-ness and visibility exactly as the definition has
      * them. */

@@ -53,7 +53,36 @@ typedef struct walk {
      * at all; 0 when through a forced include). */
     long lockweave_h_at;
     int reported_missing_header;
+    /* The declarations that check what the wrappers return (ret_check),
+     * for the parse check_returns() makes, and where each is. */
+    lw_buf checks;
+    struct ret_check *rchecks;
+    int nrchecks;
 } walk;
+
+/* A value the wrapper returns in place of the body's (on_fail) must be one
+ * the function may return.  The compiler only warns about most values that
+ * may not (a string for an int, an int for a pointer), and warns in the
+ * woven file's wrapper, so the scan checks each itself: a declaration
+ * appended to the file for a second parse, in which the expression is
+ * assigned to an object of the return type, as a return does with it
+ * (C11 6.8.6.4), with the parameters in scope:
+ *
+ *     void lw__ret_check_0(int id, int (*lw__r), char (*lw__c)[sizeof(*lw__r =
+ *     ("x")
+ *     )]);
+ *
+ * The expression has a line of its own: what the parse says about it alone
+ * (an unknown name) the compiler says at the annotation anyway; what it
+ * says about the assignment is the error reported here. */
+typedef struct ret_check {
+    size_t start, expr, expr_end, end; /* offsets in walk.checks */
+    const lw_src *src;                 /* where the value is written */
+    size_t off;
+    char *option; /* its option's name */
+    char *func;   /* the function's name, and its return type */
+    char *rtype;
+} ret_check;
 
 static const lw_src *src_of(walk *w, CXFile f)
 {
@@ -265,9 +294,9 @@ static CXTranslationUnit full_parse(walk *w)
 {
     if (!w->full_tried) {
         w->full_tried = 1;
-        if (clang_parseTranslationUnit2(w->idx, w->s->input, w->args, w->nargs,
-                                        NULL, 0, CXTranslationUnit_KeepGoing,
-                                        &w->full) != CXError_Success)
+        if (clang_parseTranslationUnit2(
+                w->idx, w->s->line_name, w->args, w->nargs, NULL, 0,
+                CXTranslationUnit_KeepGoing, &w->full) != CXError_Success)
             w->full = NULL;
     }
     return w->full;
@@ -741,6 +770,142 @@ static int model_signature(walk *w, CXType fn, lw_func *f)
     return rc;
 }
 
+/* Where the value of option k is written in a's source: after "name =",
+ * when the annotation writes it so, else where the argument is. */
+static size_t option_value_off(const lw_annot *a, int k)
+{
+    size_t off = annot_option_off(a, k), n = strlen(lw_options[k].name);
+    const lw_src *src = a->src;
+    if (!src || !src->text || off + n > src->len ||
+        memcmp(src->text + off, lw_options[k].name, n) != 0)
+        return off;
+    size_t v = off + n;
+    while (v < src->len && (src->text[v] == ' ' || src->text[v] == '\t'))
+        v++;
+    if (v >= src->len || src->text[v] != '=')
+        return off;
+    for (v++; v < src->len && (src->text[v] == ' ' || src->text[v] == '\t' ||
+                               src->text[v] == '\n' || src->text[v] == '\r');
+         v++)
+        ;
+    return v < src->len ? v : off;
+}
+
+/* Queue the check of what f's wrapper returns for option k, given by a
+ * (see ret_check).  A qualified return type (const int) cannot be
+ * assigned to and means nothing on a return: not checked. */
+static void add_ret_check(walk *w, CXType fn, const lw_func *f,
+                          const lw_annot *a, int k)
+{
+    CXType ret = clang_getResultType(fn);
+    const lw_expr *e = expr_field((lw_func *)f, &lw_options[k]);
+    lw_buf *b = &w->checks, rtype = {0};
+    ret_check c = {0};
+    if (f->ret == LW_RET_VOID || clang_isConstQualifiedType(ret) ||
+        clang_isVolatileQualifiedType(ret) || decl_print(&rtype, ret, "") != 0)
+        goto cleanup;
+    c.start = b->len;
+    buf_printf(b, "\nvoid " LW_RESERVED "ret_check_%d(", w->nrchecks);
+    for (int i = 0; i < f->nparams; i++)
+        if (decl_print(b, clang_getArgType(fn, (unsigned)i),
+                       f->params[i].use) != 0) {
+            b->len = c.start;
+            goto cleanup;
+        } else
+            buf_puts(b, ", ");
+    buf_printf(b, "%s(*" LW_RESERVED "r)%s", f->ret_decl.head,
+               f->ret_decl.tail);
+    buf_puts(b, ", char (*" LW_RESERVED "c)[sizeof(*" LW_RESERVED "r =\n");
+    c.expr = b->len;
+    buf_printf(b, "(%s)\n", e->text);
+    c.expr_end = b->len;
+    buf_puts(b, ")]);\n");
+    c.end = b->len;
+    c.src = a->src;
+    c.off = option_value_off(a, k);
+    c.option = xstrdup(lw_options[k].name);
+    c.func = xstrdup(f->name);
+    c.rtype = buf_take(&rtype);
+    w->rchecks =
+        xrealloc(w->rchecks, sizeof *w->rchecks * (size_t)(w->nrchecks + 1));
+    w->rchecks[w->nrchecks++] = c;
+cleanup:
+    buf_free(&rtype);
+}
+
+/* The warnings that mean a value cannot be assigned to (so returned as) an
+ * object of the type: what C calls a constraint violation, and compilers
+ * let pass with a warning. */
+static int assignment_warning(const char *option)
+{
+    static const char *const v[] = {
+        "-Wint-conversion",
+        "-Wincompatible-pointer-types",
+        "-Wincompatible-pointer-types-discards-qualifiers",
+        "-Wincompatible-function-pointer-types",
+        "-Wpointer-sign",
+    };
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++)
+        if (strcmp(option, v[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Parse the file again with the ret_check declarations appended, and report
+ * each value that cannot be returned, at the value, once. */
+static void check_returns(walk *w)
+{
+    lw_scan *s = w->s;
+    lw_buf text = {0};
+    CXTranslationUnit tu = NULL;
+    if (w->nrchecks == 0)
+        return;
+    buf_put(&text, s->main.text, s->main.len);
+    size_t base = text.len;
+    buf_put(&text, w->checks.p, w->checks.len);
+    struct CXUnsavedFile uf = {s->input, text.p, (unsigned long)text.len};
+    if (clang_parseTranslationUnit2(w->idx, s->input, w->args, w->nargs, &uf, 1,
+                                    CXTranslationUnit_SkipFunctionBodies |
+                                        CXTranslationUnit_KeepGoing,
+                                    &tu) != CXError_Success)
+        goto cleanup; /* the compiler still sees the return */
+    CXFile main_file = clang_getFile(tu, s->input);
+    int *reported = xmalloc(sizeof *reported * (size_t)w->nrchecks);
+    memset(reported, 0, sizeof *reported * (size_t)w->nrchecks);
+    unsigned nd = clang_getNumDiagnostics(tu);
+    for (unsigned i = 0; i < nd; i++) {
+        CXDiagnostic d = clang_getDiagnostic(tu, i);
+        CXFile f;
+        unsigned off;
+        clang_getExpansionLocation(clang_getDiagnosticLocation(d), &f, NULL,
+                                   NULL, &off);
+        CXString opt = clang_getDiagnosticOption(d, NULL);
+        int bad = clang_getDiagnosticSeverity(d) >= CXDiagnostic_Error ||
+                  assignment_warning(clang_getCString(opt));
+        clang_disposeString(opt);
+        for (int k = 0; bad && f && clang_File_isEqual(f, main_file) &&
+                        off >= base && k < w->nrchecks;
+             k++) {
+            const ret_check *c = &w->rchecks[k];
+            size_t at = off - base;
+            if (at < c->start || at >= c->end || reported[k] ||
+                (at >= c->expr && at < c->expr_end))
+                continue;
+            CXString msg = clang_getDiagnosticSpelling(d);
+            diag(LW_DIAG_ERROR, c->src, c->off,
+                 "%s cannot be returned from '%s', which returns '%s': %s",
+                 c->option, c->func, c->rtype, clang_getCString(msg));
+            clang_disposeString(msg);
+            reported[k] = 1;
+        }
+        clang_disposeDiagnostic(d);
+    }
+    free(reported);
+    clang_disposeTranslationUnit(tu);
+cleanup:
+    buf_free(&text);
+}
+
 /* The rest of f, whose name and place handle_function() has set: the
  * definition def, annotated with as[0..na); ad: the declaration they are
  * written on, when not on def.  0, or -1 after reporting errors (f then
@@ -767,7 +932,24 @@ static int model_func(walk *w, CXCursor def, const lw_annot *as, int na,
     if (rc != 0 || diag_errors() != errs)
         return -1;
     model_linkage(def, f);
-    return model_signature(w, fn, f);
+    if (model_signature(w, fn, f) != 0)
+        return -1;
+    for (int k = 0; lw_options[k].name; k++)
+        if (giver[k] && lw_options[k].needs_result)
+            add_ret_check(w, fn, f, giver[k], k);
+    return 0;
+}
+
+/* What declares the function of the definition def before it (lw_func's
+ * declared): its first declaration (clang's canonical one), when that is
+ * another.  A block-scope declaration does not count, and with bodies
+ * skipped none is seen. */
+static int declared_before(CXCursor def)
+{
+    CXCursor first = clang_getCanonicalCursor(def);
+    if (clang_equalCursors(first, def))
+        return 0;
+    return function_type(first).kind == CXType_FunctionProto ? 1 : -1;
 }
 
 /* Whether a declaration is in a file included before the main file's first
@@ -1039,6 +1221,7 @@ static void add_func(walk *w, CXCursor c, const fn_place *p, const char *name,
     f.name_off = p->name_off;
     f.insert_off = p->ssrc == p->nsrc ? p->start_off : p->name_off;
     f.rename_in_place = declared_early(w, c);
+    f.declared = declared_before(c);
     /* A bad annotation's key is still checked, so one run reports
      * everything. */
     if ((ok || anykey) && model_func(w, c, as, na, ad, &f) == 0 && ok) {
@@ -1275,7 +1458,7 @@ int scan_file(lw_scan *s, const char *const *args, int nargs)
     /* Bodies are skipped: annotations live on declarations, and the
      * compiler checks the bodies anyway when it builds the woven file. */
     enum CXErrorCode ec = clang_parseTranslationUnit2(
-        idx, s->input, args, nargs, NULL, 0,
+        idx, s->line_name, args, nargs, NULL, 0,
         CXTranslationUnit_SkipFunctionBodies | CXTranslationUnit_KeepGoing,
         &tu);
     if (ec != CXError_Success || !tu) {
@@ -1284,7 +1467,7 @@ int scan_file(lw_scan *s, const char *const *args, int nargs)
         goto cleanup;
     }
     w.tu = tu;
-    w.main_file = clang_getFile(tu, s->input);
+    w.main_file = clang_getFile(tu, s->line_name);
     clang_getInclusions(tu, incl_visit, &w);
 
     unsigned nd = clang_getNumDiagnostics(tu);
@@ -1293,8 +1476,10 @@ int scan_file(lw_scan *s, const char *const *args, int nargs)
         pass_diag(&w, d, 0);
         clang_disposeDiagnostic(d);
     }
-    if (!w.reported_missing_header)
+    if (!w.reported_missing_header) {
         clang_visitChildren(clang_getTranslationUnitCursor(tu), walk_visit, &w);
+        check_returns(&w);
+    }
     rc = diag_errors() ? -1 : 0;
 cleanup:
     for (int i = 0; i < w.nfiles; i++)
@@ -1309,6 +1494,13 @@ cleanup:
         free(w.decls[i].text);
     }
     free(w.decls);
+    for (int i = 0; i < w.nrchecks; i++) {
+        free(w.rchecks[i].option);
+        free(w.rchecks[i].func);
+        free(w.rchecks[i].rtype);
+    }
+    free(w.rchecks);
+    buf_free(&w.checks);
     if (w.full)
         clang_disposeTranslationUnit(w.full);
     if (tu)

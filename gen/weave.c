@@ -84,9 +84,10 @@ static size_t line_start(const char *t, size_t off)
     return off;
 }
 
-/* Append a wrapper, turning each LW_LINE_RESUME into a #line that gives the
- * generated file's own line number back to the code after a user's
- * expression. */
+/* Append text of the woven file's own (a wrapper, the declarations in front
+ * of a definition), turning each LW_LINE_RESUME into a #line that gives the
+ * generated file's own line number to the code after it (after a user's
+ * expression, or after the user's lines). */
 static void put_wrapper(lw_buf *out, const char *w, const char *output_abs,
                         size_t *lines)
 {
@@ -152,8 +153,18 @@ static void edit_func(edits *e, lw_buf *out, const char *t, size_t n,
     e->v[e->n - 1].owned = buf_take(&def);
 }
 
-/* The main file with the edits e (sorted) made. */
-static void put_edited(lw_buf *out, const lw_scan *s, const edits *e)
+/* Text of the woven file's own (a wrapper, declarations), resolving each
+ * LW_LINE_RESUME in it to the woven file's numbering under the name self. */
+static void put_own(lw_buf *out, const char *w, const char *self)
+{
+    size_t lines = count_lines(out);
+    put_wrapper(out, w, self, &lines);
+}
+
+/* The main file with the edits e (sorted) made; self: the woven file's
+ * name for its own lines. */
+static void put_edited(lw_buf *out, const lw_scan *s, const edits *e,
+                       const char *self)
 {
     const char *t = s->main.text;
     size_t n = s->main.len, at = 0;
@@ -174,7 +185,7 @@ static void put_edited(lw_buf *out, const lw_scan *s, const edits *e)
         size_t bol = line_start(t, d->pos);
         if (out->len && out->p[out->len - 1] != '\n')
             buf_putc(out, '\n');
-        buf_puts(out, d->text);
+        put_own(out, d->text, self);
         buf_printf(out, "#line %u ", src_line(&s->main, d->pos));
         put_line_path(out, s->line_name);
         buf_putc(out, '\n');
@@ -237,7 +248,7 @@ void weave(const lw_scan *s, const char *output_abs, lw_buf *out)
         edit_func(&e, out, s->main.text, s->main.len, &s->funcs[i], &wv[i]);
     }
     qsort(e.v, (size_t)e.n, sizeof *e.v, by_pos);
-    put_edited(out, s, &e);
+    put_edited(out, s, &e, output_abs);
     put_wrappers(out, s, wv, output_abs);
     for (int i = 0; i < e.n; i++)
         free(e.v[i].owned);

@@ -108,11 +108,21 @@ together); write REDIS_LOCK in this file, a comment is enough\"")
 #else
 #define LW__UNIQUE(p) LW__CAT(p, __LINE__)
 #endif
+/* The linker names these two, in this order, for a file compiled without
+ * lockweave-gen that has REDIS_LOCK in it or in a header it includes (an
+ * annotated declaration is enough).  Compile every such file through the
+ * generator: with CMake, lockweave_generate(<target>) on each target that
+ * does; with Make or by hand, `lockweave-gen --launch CC ARGS...`
+ * (make CC="lockweave-gen --launch cc").  Or keep the annotation off the
+ * header, on the definition only: the header's includers then need nothing. */
 extern const char
     lockweave_generate_was_not_run_on_this_file_see_lockweave_generate_in_cmake;
+extern const char
+    or_without_cmake_compile_it_with_lockweave_gen_launch_see_lockweave_h;
 #define LW__ANNOT_LW__MODE(...)                                                \
-    LW__KEEP static const char *const LW__UNIQUE(lw__unwoven_) =               \
-        &lockweave_generate_was_not_run_on_this_file_see_lockweave_generate_in_cmake;
+    LW__KEEP static const char *const LW__UNIQUE(lw__unwoven_)[2] = {          \
+        &lockweave_generate_was_not_run_on_this_file_see_lockweave_generate_in_cmake, \
+        &or_without_cmake_compile_it_with_lockweave_gen_launch_see_lockweave_h};
 
 /* ------------------------------------------------------------------------ */
 /* Errors                                                                   */
@@ -377,6 +387,19 @@ LW_API uint64_t lw_fence_of(const void *key, size_t keylen);
 /* Drop a guard that was initialised but will not be entered (frees a heap
  * key).  Safe after a failed lw_guard_enter(). */
 LW_API void lw_guard_discard(lw_guard *g);
+
+/* End a guard however its scope ends: leave it if it is still entered
+ * (guards entered after it and still entered, those of the same
+ * lw_guard_enter_all(), first), discard it if it was initialised and never
+ * entered, nothing once it is left or finished.  For
+ * __attribute__((__cleanup__(lw_guard_cleanup))) on a guard, as the woven
+ * wrapper declares its own: an exception thrown by C++ code that the
+ * section calls then releases the lock at once on its way to the caller,
+ * in a C file compiled with -fexceptions (lockweave-gen --launch adds it to
+ * the files it weaves), and lw_last_error() says what the leave said: LW_OK
+ * when the lock was held until then.  Every return path must find the guard
+ * initialised. */
+LW_API void lw_guard_cleanup(lw_guard *g);
 
 /* For the woven wrapper: record a status in lw_last_error() (skip_if).  */
 LW_API void lw_set_last_error(int code);

@@ -260,6 +260,36 @@ void lw_guard_discard(lw_guard *gu)
     }
 }
 
+/* Also run while an exception unwinds the guard's frame.  The guards above
+ * it on this thread's stack that are still entered are its own frame's,
+ * entered with it by lw_guard_enter_all() in the order of their keys, while
+ * cleanups run in the reverse order of declaration: they are left first,
+ * so the stack unwinds in order.  (Deeper frames' guards were left by their
+ * own cleanups as the exception passed.) */
+void lw_guard_cleanup(lw_guard *gu)
+{
+    struct lw_gimpl *g = lw__gimpl(gu), *o;
+    struct lw_thread *t;
+    int rc = LW_OK, r;
+
+    if (g->state == LW_G_INIT) {
+        lw_guard_discard(gu);
+        return;
+    }
+    if (g->state != LW_G_OWNER && g->state != LW_G_REENTERED)
+        return;
+    t = lw__thread();
+    for (o = t->top; o != NULL && o != g; o = o->outer)
+        ;
+    while (o == g && t->top != g) {
+        r = lw_guard_leave((lw_guard *)(void *)t->top);
+        if (rc == LW_OK)
+            rc = r;
+    }
+    r = lw_guard_leave(gu);
+    t->last_error = rc != LW_OK ? rc : r;
+}
+
 void(lw_guard_init)(lw_guard *g, const lw_lock_opts *opts)
 {
     lw_guard_init_sized(g, opts, OPTS_SIZE_0_1_0);

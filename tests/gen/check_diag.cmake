@@ -3,12 +3,29 @@
 # must appear as INPUT:LINE:COL: error: MESSAGE... in the output (MESSAGE is
 # a prefix of the printed message); the number of "error:" lines printed must
 # equal the number expected; and no output file may be written.
+# With -DCC=compiler: as that compiler's launcher, from the directory above
+# INPUT's, INPUT named relative to it; the messages must name it so, as the
+# compiler's own do, and name no file by its absolute path.
 get_filename_component(name "${INPUT}" NAME_WE)
+get_filename_component(dir "${INPUT}" DIRECTORY)
+get_filename_component(top "${dir}" DIRECTORY)
+get_filename_component(subdir "${dir}" NAME)
 file(MAKE_DIRECTORY "${OUT_DIR}")
 set(out "${OUT_DIR}/${name}.lw.c")
 file(REMOVE "${out}")
-execute_process(COMMAND "${GEN}" "${INPUT}" -o "${out}" -- "-I${INCLUDE}"
-  RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_VARIABLE outtext)
+if(CC)
+  set(out "${OUT_DIR}/${name}.o")
+  file(REMOVE "${out}")
+  execute_process(COMMAND "${GEN}" --launch "${CC}" "-I${INCLUDE}" -c
+      "${subdir}/${name}.c" -o "${out}"
+    WORKING_DIRECTORY "${top}"
+    RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_VARIABLE outtext)
+  set(shown "${subdir}")
+else()
+  execute_process(COMMAND "${GEN}" "${INPUT}" -o "${out}" -- "-I${INCLUDE}"
+    RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_VARIABLE outtext)
+  set(shown "${dir}")
+endif()
 message("${err}")
 if(rc EQUAL 0)
   message(FATAL_ERROR "lockweave-gen succeeded on ${INPUT}; errors were expected")
@@ -16,16 +33,22 @@ endif()
 if(EXISTS "${out}")
   message(FATAL_ERROR "lockweave-gen wrote ${out} despite errors")
 endif()
+if(CC)
+  string(FIND "${err}" "${dir}" pos)
+  if(pos GREATER_EQUAL 0)
+    message(FATAL_ERROR "a message names ${dir} by its absolute path; "
+      "the compile names it ${subdir}")
+  endif()
+endif()
 file(STRINGS "${INPUT}" lines REGEX "// expect: ")
 set(nexpect 0)
 foreach(l IN LISTS lines)
   string(REGEX REPLACE ".*// expect: " "" e "${l}")
   # "LINE:COL: ..." is in INPUT; "other.h:LINE:COL: ..." next to it.
   if(e MATCHES "^[0-9]")
-    set(want "${INPUT}:${e}")
+    set(want "${shown}/${name}.c:${e}")
   else()
-    get_filename_component(dir "${INPUT}" DIRECTORY)
-    set(want "${dir}/${e}")
+    set(want "${shown}/${e}")
   endif()
   if(e MATCHES "^([^:]*:)?[0-9]+:[0-9]+: error:")
     math(EXPR nexpect "${nexpect} + 1")

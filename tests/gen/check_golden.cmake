@@ -27,6 +27,32 @@ if(NOT text STREQUAL want)
   message(FATAL_ERROR "woven output differs from ${GOLDEN} (LW_UPDATE_GOLDEN=1 to accept)")
 endif()
 
+# The woven file's own lines (declarations in front of a definition, the
+# wrappers) are numbered as what they are: each #line naming the woven file
+# gives the number of the line after it, so a message about them shows the
+# line it means.
+set(rest "${want}")
+set(n 0)
+while(NOT rest STREQUAL "")
+  math(EXPR n "${n} + 1")
+  string(FIND "${rest}" "\n" eol)
+  if(eol LESS 0)
+    set(l "${rest}")
+    set(rest "")
+  else()
+    string(SUBSTRING "${rest}" 0 ${eol} l)
+    math(EXPR eol "${eol} + 1")
+    string(SUBSTRING "${rest}" ${eol} -1 rest)
+  endif()
+  if(l MATCHES "^#line ([0-9]+) \"@OUT@/")
+    math(EXPR next "${n} + 1")
+    if(NOT CMAKE_MATCH_1 EQUAL next)
+      message(FATAL_ERROR "${GOLDEN}:${n}: '${l}' names line ${CMAKE_MATCH_1} "
+        "of the woven file for its line ${next}")
+    endif()
+  endif()
+endwhile()
+
 # Same input, same output, and an unchanged output is not rewritten.
 execute_process(COMMAND touch -d "2001-01-01 00:00:00" "${out}")
 file(TIMESTAMP "${out}" before "%s")

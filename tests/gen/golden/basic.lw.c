@@ -12,6 +12,7 @@
 
 static int stock[100];
 
+#line 16 "@OUT@/basic.lw.c"
 int deduct(int64_t, int);
 #undef deduct
 static int deduct(int64_t, int) __asm__("lw__deduct_body");
@@ -26,7 +27,7 @@ int deduct(int64_t stock_id, int qty)
     stock[stock_id] -= qty;
     return stock[stock_id];
 }
-#line 30 "@OUT@/basic.lw.c"
+#line 31 "@OUT@/basic.lw.c"
 /* ---- lockweave: the wrappers, one per REDIS_LOCK ---- */
 #include <lockweave.h>
 #if LW_VERSION_NUM != 100
@@ -37,7 +38,7 @@ int deduct(int64_t stock_id, int qty)
 int deduct(int64_t stock_id, int qty)
 {
     static const lw_lock_opts lw__o = {.expire_ms = 10000u, .wait_ms = 5000u, .max_renew = -1};
-    lw_guard lw__g;
+    lw_guard lw__g __attribute__((__cleanup__(lw_guard_cleanup)));
     lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "stock:", 6);
     lw_guard_key_i64(&lw__g, (int64_t)(stock_id));

@@ -9,6 +9,7 @@
 
 static int64_t balance[16];
 
+#line 13 "@OUT@/multikey.lw.c"
 int transfer(int, int, int64_t);
 #undef transfer
 static int transfer(int, int, int64_t) __asm__("lw__transfer_body");
@@ -23,7 +24,7 @@ int transfer(int from, int to, int64_t cents)
     balance[to] += cents;
     return 0;
 }
-#line 27 "@OUT@/multikey.lw.c"
+#line 28 "@OUT@/multikey.lw.c"
 /* ---- lockweave: the wrappers, one per REDIS_LOCK ---- */
 #include <lockweave.h>
 #if LW_VERSION_NUM != 100
@@ -35,44 +36,45 @@ int transfer(int from, int to, int64_t cents)
 {
     static const lw_lock_opts lw__o0 = {.expire_ms = 10000u, .wait_ms = 5000u, .max_renew = -1};
     static const lw_lock_opts lw__o1 = {.expire_ms = 10000u, .wait_ms = 5000u, .max_renew = -1};
-    lw_guard lw__g0, lw__g1;
+    lw_guard lw__g0 __attribute__((__cleanup__(lw_guard_cleanup)));
+    lw_guard lw__g1 __attribute__((__cleanup__(lw_guard_cleanup)));
     enum { lw__n = 2 };
     lw_guard *lw__gs[lw__n] = {&lw__g0, &lw__g1};
+    lw_guard_init(&lw__g0, &lw__o0);
+    lw_guard_init(&lw__g1, &lw__o1);
     if (
 #line 8 "@CASES@/multikey.c"
 cents == 0
-#line 45 "@OUT@/multikey.lw.c"
+#line 49 "@OUT@/multikey.lw.c"
     ) {
         lw_set_last_error(LW_OK);
         return (
 #line 8 "@CASES@/multikey.c"
 -1
-#line 51 "@OUT@/multikey.lw.c"
+#line 55 "@OUT@/multikey.lw.c"
 );
     }
-    lw_guard_init(&lw__g0, &lw__o0);
     lw_guard_key_bytes(&lw__g0, "acct:", 5);
     lw_guard_key_i64(&lw__g0, (int64_t)(from));
-    lw_guard_init(&lw__g1, &lw__o1);
     lw_guard_key_bytes(&lw__g1, "acct:", 5);
     lw_guard_key_i64(&lw__g1, (int64_t)(to));
     if (lw_guard_enter_all(lw__gs, lw__n) != LW_OK)
         return (
 #line 8 "@CASES@/multikey.c"
 -1
-#line 64 "@OUT@/multikey.lw.c"
+#line 66 "@OUT@/multikey.lw.c"
 );
     if ( /* checked again under the lock */
 #line 8 "@CASES@/multikey.c"
 cents == 0
-#line 69 "@OUT@/multikey.lw.c"
+#line 71 "@OUT@/multikey.lw.c"
     ) {
         lw_guard_leave_all(lw__gs, lw__n);
         lw_set_last_error(LW_OK);
         return (
 #line 8 "@CASES@/multikey.c"
 -1
-#line 76 "@OUT@/multikey.lw.c"
+#line 78 "@OUT@/multikey.lw.c"
 );
     }
 #undef transfer

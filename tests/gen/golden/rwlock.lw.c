@@ -10,6 +10,7 @@
 
 static char docs[16][64];
 
+#line 14 "@OUT@/rwlock.lw.c"
 char doc_first(int);
 #undef doc_first
 static char doc_first(int) __asm__("lw__doc_first_body");
@@ -22,6 +23,7 @@ char doc_first(int id)
     return docs[id][0];
 }
 
+#line 27 "@OUT@/rwlock.lw.c"
 void doc_set(int, char);
 #undef doc_set
 static void doc_set(int, char) __asm__("lw__doc_set_body");
@@ -33,7 +35,7 @@ void doc_set(int id, char c)
 {
     docs[id][0] = c;
 }
-#line 37 "@OUT@/rwlock.lw.c"
+#line 39 "@OUT@/rwlock.lw.c"
 /* ---- lockweave: the wrappers, one per REDIS_LOCK ---- */
 #include <lockweave.h>
 #if LW_VERSION_NUM != 100
@@ -44,7 +46,7 @@ void doc_set(int id, char c)
 char doc_first(int id)
 {
     static const lw_lock_opts lw__o = {.expire_ms = 10000u, .wait_ms = 5000u, .max_renew = -1, .flags = LW_LOCK_READ};
-    lw_guard lw__g;
+    lw_guard lw__g __attribute__((__cleanup__(lw_guard_cleanup)));
     lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "doc:", 4);
     lw_guard_key_i64(&lw__g, (int64_t)(id));
@@ -61,7 +63,7 @@ char doc_first(int id)
 void doc_set(int id, char c)
 {
     static const lw_lock_opts lw__o = {.expire_ms = 10000u, .wait_ms = 5000u, .max_renew = -1};
-    lw_guard lw__g;
+    lw_guard lw__g __attribute__((__cleanup__(lw_guard_cleanup)));
     lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "doc:", 4);
     lw_guard_key_i64(&lw__g, (int64_t)(id));

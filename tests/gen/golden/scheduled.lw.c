@@ -10,6 +10,7 @@
 
 static int runs;
 
+#line 14 "@OUT@/scheduled.lw.c"
 void nightly(void);
 #undef nightly
 static void nightly(void) __asm__("lw__nightly_body");
@@ -21,7 +22,7 @@ void nightly(void)
 {
     runs++;
 }
-#line 25 "@OUT@/scheduled.lw.c"
+#line 26 "@OUT@/scheduled.lw.c"
 /* ---- lockweave: the wrappers, one per REDIS_LOCK ---- */
 #include <lockweave.h>
 #if LW_VERSION_NUM != 100
@@ -32,7 +33,7 @@ void nightly(void)
 void nightly(void)
 {
     static const lw_lock_opts lw__o = {.expire_ms = 600000u, .wait_ms = 0u, .max_renew = 3, .hold_at_least_ms = 300000u};
-    lw_guard lw__g;
+    lw_guard lw__g __attribute__((__cleanup__(lw_guard_cleanup)));
     lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "job:nightly", 11);
     if (lw_guard_enter(&lw__g) != LW_OK)

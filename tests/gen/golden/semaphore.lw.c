@@ -8,7 +8,7 @@
 
 int api_call(const char *tenant, int req);
 
-int api_call(const char *, int);
+#line 12 "@OUT@/semaphore.lw.c"
 #undef api_call
 static int api_call(const char *, int) __asm__("lw__api_call_body");
 #line 6 "@CASES@/semaphore.c"
@@ -31,7 +31,7 @@ int api_call(const char *tenant, int req)
 int api_call(const char *tenant, int req)
 {
     static const lw_lock_opts lw__o = {.expire_ms = 30000u, .wait_ms = 2000u, .max_renew = -1, .permits = 8u};
-    lw_guard lw__g;
+    lw_guard lw__g __attribute__((__cleanup__(lw_guard_cleanup)));
     lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "api:", 4);
     lw_guard_key_str(&lw__g, tenant);

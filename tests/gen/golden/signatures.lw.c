@@ -29,6 +29,7 @@ struct req {
     const char *owner;
 };
 
+#line 33 "@OUT@/signatures.lw.c"
 static point mkpoint(int, int);
 #undef mkpoint
 static point mkpoint(int, int) __asm__("lw__mkpoint_body");
@@ -42,6 +43,7 @@ static point mkpoint(int x, int y)
     return p;
 }
 
+#line 47 "@OUT@/signatures.lw.c"
 static inline int mode_of(enum mode, _Bool);
 #undef mode_of
 static int mode_of(enum mode, _Bool) __asm__("lw__mode_of_body");
@@ -54,6 +56,7 @@ static inline int mode_of(enum mode m, bool b)
     return (int)m + b;
 }
 
+#line 60 "@OUT@/signatures.lw.c"
 const char *owner_of(const struct req *restrict, char *restrict);
 #undef owner_of
 static const char *owner_of(const struct req *restrict, char *restrict) __asm__("lw__owner_of_body");
@@ -69,6 +72,7 @@ const char *owner_of(const struct req *restrict r, char *restrict scratch)
 
 /* Arrays, a function pointer parameter, a function pointer return. */
 static int inc(int v) { return v + 1; }
+#line 76 "@OUT@/signatures.lw.c"
 int (*apply(size_t, const int [4], int (*)(int)))(int);
 #undef apply
 static int (*apply(size_t, const int [4], int (*)(int)))(int) __asm__("lw__apply_body");
@@ -87,7 +91,7 @@ int (*apply(size_t n, const int vals[4], int (*f)(int)))(int)
 static bool done[16];
 REDIS_LOCK("job:{job}", 30s, 1s, skip_if = done[job % 16])
 void run_job(unsigned job, int);
-void run_job(unsigned int, int);
+#line 95 "@OUT@/signatures.lw.c"
 #undef run_job
 static void run_job(unsigned int, int) __asm__("lw__run_job_body");
 #line 51 "@CASES@/signatures.c"
@@ -102,6 +106,7 @@ void run_job(unsigned job, int unused)
 }
 
 /* External inline: the body keeps external linkage (C11 6.7.4p3). */
+#line 110 "@OUT@/signatures.lw.c"
 inline long twice(long);
 #undef twice
 long twice(long) __asm__("lw__twice_body");
@@ -113,6 +118,7 @@ inline long twice(long v) { return 2 * v; }
 extern inline long twice(long v);
 
 /* An explicit visibility on the definition moves to the wrapper. */
+#line 122 "@OUT@/signatures.lw.c"
 __attribute__((visibility("default"))) int exported(int);
 #undef exported
 static int exported(int) __asm__("lw__exported_body");
@@ -129,7 +135,7 @@ int use_all(void)
     return mkpoint(1, 2).x + mode_of(FAST, true) + (owner_of(&r, NULL) != NULL) +
            apply(1, NULL, NULL)(1) + (int)twice(2);
 }
-#line 133 "@OUT@/signatures.lw.c"
+#line 139 "@OUT@/signatures.lw.c"
 /* ---- lockweave: the wrappers, one per REDIS_LOCK ---- */
 #include <lockweave.h>
 #if LW_VERSION_NUM != 100
@@ -140,7 +146,7 @@ int use_all(void)
 static point mkpoint(int x, int y)
 {
     static const lw_lock_opts lw__o = {.expire_ms = 1000u, .wait_ms = 0u, .max_renew = -1};
-    lw_guard lw__g;
+    lw_guard lw__g __attribute__((__cleanup__(lw_guard_cleanup)));
     lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "pt:", 3);
     lw_guard_key_i64(&lw__g, (int64_t)(x));
@@ -157,7 +163,7 @@ static point mkpoint(int x, int y)
 static inline int mode_of(enum mode m, _Bool b)
 {
     static const lw_lock_opts lw__o = {.expire_ms = 1500u, .wait_ms = 250u, .max_renew = 4};
-    lw_guard lw__g;
+    lw_guard lw__g __attribute__((__cleanup__(lw_guard_cleanup)));
     lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "m:", 2);
     lw_guard_key_i64(&lw__g, (int64_t)(m));
@@ -176,7 +182,7 @@ static inline int mode_of(enum mode m, _Bool b)
 const char *owner_of(const struct req *restrict r, char *restrict scratch)
 {
     static const lw_lock_opts lw__o = {.expire_ms = 120000u, .wait_ms = 0u, .max_renew = -1};
-    lw_guard lw__g;
+    lw_guard lw__g __attribute__((__cleanup__(lw_guard_cleanup)));
     lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "req:", 4);
     lw_guard_key_u64(&lw__g, (uint64_t)(r->id));
@@ -188,7 +194,7 @@ const char *owner_of(const struct req *restrict r, char *restrict scratch)
         return (
 #line 30 "@CASES@/signatures.c"
 ((void*)0)
-#line 192 "@OUT@/signatures.lw.c"
+#line 198 "@OUT@/signatures.lw.c"
 );
 #undef owner_of
     const char *lw__r = owner_of(r, scratch);
@@ -201,7 +207,7 @@ const char *owner_of(const struct req *restrict r, char *restrict scratch)
 int (*apply(size_t n, const int vals[4], int (*f)(int)))(int)
 {
     static const lw_lock_opts lw__o = {.expire_ms = 1000u, .wait_ms = 0u, .max_renew = -1};
-    lw_guard lw__g;
+    lw_guard lw__g __attribute__((__cleanup__(lw_guard_cleanup)));
     lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "\"quoted\"\?{}\011\303\251:", 15);
     lw_guard_key_u64(&lw__g, (uint64_t)(n));
@@ -218,16 +224,16 @@ int (*apply(size_t n, const int vals[4], int (*f)(int)))(int)
 void run_job(unsigned int job, int unused)
 {
     static const lw_lock_opts lw__o = {.expire_ms = 30000u, .wait_ms = 1000u, .max_renew = -1};
-    lw_guard lw__g;
+    lw_guard lw__g __attribute__((__cleanup__(lw_guard_cleanup)));
+    lw_guard_init(&lw__g, &lw__o);
     if (
 #line 49 "@CASES@/signatures.c"
 done[job % 16]
-#line 226 "@OUT@/signatures.lw.c"
+#line 233 "@OUT@/signatures.lw.c"
     ) {
         lw_set_last_error(LW_OK);
         return;
     }
-    lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "job:", 4);
     lw_guard_key_u64(&lw__g, (uint64_t)(job));
     if (lw_guard_enter(&lw__g) != LW_OK)
@@ -235,7 +241,7 @@ done[job % 16]
     if ( /* checked again under the lock */
 #line 49 "@CASES@/signatures.c"
 done[job % 16]
-#line 239 "@OUT@/signatures.lw.c"
+#line 245 "@OUT@/signatures.lw.c"
     ) {
         lw_guard_leave(&lw__g);
         lw_set_last_error(LW_OK);
@@ -251,7 +257,7 @@ done[job % 16]
 inline long twice(long v)
 {
     const lw_lock_opts lw__o = {.expire_ms = 1000u, .wait_ms = 0u, .max_renew = -1};
-    lw_guard lw__g;
+    lw_guard lw__g __attribute__((__cleanup__(lw_guard_cleanup)));
     lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "twice:", 6);
     lw_guard_key_i64(&lw__g, (int64_t)(v));
@@ -268,7 +274,7 @@ inline long twice(long v)
 __attribute__((visibility("default"))) int exported(int id)
 {
     static const lw_lock_opts lw__o = {.expire_ms = 1000u, .wait_ms = 0u, .max_renew = -1};
-    lw_guard lw__g;
+    lw_guard lw__g __attribute__((__cleanup__(lw_guard_cleanup)));
     lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "exp:", 4);
     lw_guard_key_i64(&lw__g, (int64_t)(id));
