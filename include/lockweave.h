@@ -134,11 +134,14 @@ enum {
     LW_ETIMEOUT = -1,  /* the lock stayed busy until the wait ran out */
     LW_EREDIS = -2,    /* Redis unreachable, or an unexpected reply */
     LW_ELOST = -3,     /* the lease expired or was taken while the body ran */
-    LW_ECONFIG = -4,   /* bad LOCKWEAVE_REDIS_URL or lw_configure() values */
+    LW_ECONFIG = -4,   /* bad LOCKWEAVE_REDIS_URL or lw_configure() values
+                          (a database the server does not have too) */
     LW_ENOMEM = -5,    /* out of memory */
-    LW_EINVAL = -6,    /* bad argument: NULL or oversized key, bad duration */
-    LW_EAUTH = -7,     /* Redis refused AUTH or SELECT, or a command for
-                          want of a password (NOAUTH) or a right (NOPERM) */
+    LW_EINVAL = -6,    /* bad argument or options, or a lock Redis holds as
+                          another kind (or with other permits) */
+    LW_EAUTH = -7,     /* Redis refused AUTH, or a command for want of a
+                          password (NOAUTH) or a right (NOPERM: also found
+                          at connect, for any command a lock needs) */
     LW_EFORKED = -8,   /* a lock held by the parent process, seen in a child */
     LW_EREPLICAS = -9, /* too few replicas confirmed the lock (wait_replicas) */
     LW_ESYSTEM = -10,  /* the system refused what lockweave needs: randomness

@@ -96,6 +96,10 @@ static struct lw_settings *settings_new(const lw_config *cfg)
 
     if (s == NULL)
         return NULL;
+    /* The library's first use reads the level too: a LOCKWEAVE_LOG that
+     * names none is told now, not when a line first happens to be
+     * logged. */
+    lw__log_start();
     if (url == NULL)
         url = getenv("LOCKWEAVE_REDIS_URL");
     if (url == NULL)

@@ -13,16 +13,16 @@ const char *lw_strerror(int code)
         return "lock lost while held: lease expired or taken by another "
                "owner";
     case LW_ECONFIG:
-        return "bad lockweave configuration (LOCKWEAVE_REDIS_URL, "
-               "LOCKWEAVE_TLS_... or lw_configure)";
+        return "bad lockweave configuration (LOCKWEAVE_REDIS_URL, its "
+               "database, LOCKWEAVE_TLS_... or lw_configure)";
     case LW_ENOMEM:
         return "out of memory";
     case LW_EINVAL:
-        return "invalid argument (empty, NULL or oversized key, bad "
-               "duration)";
+        return "invalid argument or options, or a lock Redis holds as "
+               "another kind or with other permits (see the log)";
     case LW_EAUTH:
         return "Redis refused the credentials or their rights (AUTH, "
-               "SELECT, NOAUTH, NOPERM)";
+               "NOAUTH, NOPERM, or a command locks need: see the log)";
     case LW_EFORKED:
         return "lock belongs to the parent process (fork)";
     case LW_EREPLICAS:

@@ -15,28 +15,31 @@ static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
 static lw_log_fn log_fn;
 static void *log_ud;
-static int log_level = LW_LOG_WARN;
+int lw__log_min = -1; /* see log.h; set from LOCKWEAVE_LOG in log_once */
 
 static const char *const level_names[] = {"debug", "info", "warn", "error",
                                           "off"};
 
-/* LOCKWEAVE_LOG named no level: said once, after initialization (logging
- * from inside pthread_once() would wait on itself). */
+/* LOCKWEAVE_LOG named no level: said once, right after initialization
+ * (logging from inside pthread_once() would wait on itself). */
 static int env_level_bad;
 
 static void log_init_from_env(void)
 {
     const char *v = getenv("LOCKWEAVE_LOG");
-    if (v == NULL)
-        return;
-    for (int i = LW_LOG_DEBUG; i <= LW_LOG_OFF; i++)
+    int level = LW_LOG_WARN;
+
+    for (int i = LW_LOG_DEBUG; v != NULL && i <= LW_LOG_OFF; i++)
         if (strcasecmp(v, level_names[i]) == 0) {
-            log_level = i;
-            return;
+            level = i;
+            v = NULL;
         }
-    env_level_bad = 1;
+    env_level_bad = v != NULL;
+    __atomic_store_n(&lw__log_min, level, __ATOMIC_RELAXED);
 }
 
+/* Read LOCKWEAVE_LOG if nothing has, and say at once (to the sink in
+ * place now) if it named no level. */
 static void log_init(void)
 {
     pthread_once(&log_once, log_init_from_env);
@@ -47,6 +50,12 @@ static void log_init(void)
                 getenv("LOCKWEAVE_LOG"));
 }
 
+int lw__log_start(void)
+{
+    log_init();
+    return __atomic_load_n(&lw__log_min, __ATOMIC_RELAXED);
+}
+
 void lw_set_logger(lw_log_fn fn, void *ud, int min_level)
 {
     pthread_once(&log_once, log_init_from_env);
@@ -54,7 +63,7 @@ void lw_set_logger(lw_log_fn fn, void *ud, int min_level)
     log_fn = fn;
     log_ud = ud;
     if (min_level >= LW_LOG_DEBUG && min_level <= LW_LOG_OFF)
-        log_level = min_level;
+        __atomic_store_n(&lw__log_min, min_level, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&log_mu);
     log_init(); /* a bad LOCKWEAVE_LOG is told to the new sink */
 }
@@ -111,7 +120,7 @@ void lw__log(int level, const char *fmt, ...)
     log_init();
     /* A racy read is fine for the fast "disabled" answer; the sink itself is
      * read under the mutex so fn and ud always match. */
-    if (level < __atomic_load_n(&log_level, __ATOMIC_RELAXED))
+    if (level < __atomic_load_n(&lw__log_min, __ATOMIC_RELAXED))
         return;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);

@@ -3,9 +3,11 @@
 #include "base/thread.h"
 
 #include <lockweave.h>
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -80,6 +82,25 @@ static void exit_key_init(void)
 struct lw_thread *lw__thread(void)
 {
     return &tls;
+}
+
+int lw__thread_token_base(struct lw_thread *t)
+{
+    size_t got = 0;
+
+    if (t->token_gen == lw__fork_gen)
+        return LW_OK;
+    while (got < sizeof t->token_base) {
+        ssize_t n =
+            getrandom(t->token_base + got, sizeof t->token_base - got, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return LW_ESYSTEM;
+        got += (size_t)n;
+    }
+    t->token_gen = lw__fork_gen;
+    return LW_OK;
 }
 
 void lw__thread_keep(int which, void *p, void (*free_fn)(void *))

@@ -28,6 +28,12 @@ struct lw_thread {
 
 struct lw_thread *lw__thread(void);
 
+/* t's token base (token_base), drawn from getrandom() unless it was in
+ * this process (a forked child draws its own): LW_OK, or LW_ESYSTEM when
+ * no randomness could be had.  Its hex digits start every token t mints
+ * (core/token.c) and name t's connections (net/handshake.c). */
+int lw__thread_token_base(struct lw_thread *t);
+
 /* Make p this thread's resource `which` (NULL: none), freed with free_fn
  * when the thread exits.  A resource it replaces is not freed: the caller
  * did that, or still owns it. */

@@ -56,6 +56,7 @@
 #include "base/fork.h"
 #include "base/gate.h"
 #include "base/hash.h"
+#include "base/log.h"
 #include "base/stats.h"
 #include "core/backend.h"
 #include "core/kind.h"
@@ -263,9 +264,10 @@ static int lead(struct lw_cohort *c, struct lw_lease *l,
 }
 
 /* Wait on c's list (we joined c, tab.mu held, and c is led) until handed the
- * lock, asked to lead, or out of time.  Returns with tab.mu released. */
+ * lock (*handed set), asked to lead, or out of time.  Returns with tab.mu
+ * released. */
 static int wait_here(struct lw_cohort *c, struct lw_lease *l,
-                     const lw_lock_opts *opts, uint64_t *fence)
+                     const lw_lock_opts *opts, uint64_t *fence, int *handed)
 {
     int64_t start_us = lw__now_us(),
             deadline_us = start_us + (int64_t)opts->wait_ms * 1000;
@@ -297,6 +299,7 @@ static int wait_here(struct lw_cohort *c, struct lw_lease *l,
     switch (rc) {
     case W_HANDED:
         *fence = w.fence;
+        *handed = 1;
         LW_STAT_ADD(handed_locally, 1);
         return LW_OK;
     case W_LEAD:
@@ -311,20 +314,50 @@ static int wait_here(struct lw_cohort *c, struct lw_lease *l,
     }
 }
 
+/* At debug level, what an acquisition did: where the lock came from, its
+ * fence and how long the call took (since start_us), or why it failed.
+ * Said here, where every backend's acquisition passes and a hand-off
+ * between threads is known. */
+static void tell_acquired(const struct lw_lease *l, int rc, int handed,
+                          uint64_t fence, int64_t start_us)
+{
+    int64_t us = lw__now_us() - start_us;
+
+    if (rc != LW_OK)
+        lw__log(LW_LOG_DEBUG,
+                "lock %.*s: not acquired after %lld.%03lld ms: %s",
+                (int)l->keylen, l->key, (long long)(us / 1000),
+                (long long)(us % 1000), lw_strerror(rc));
+    else
+        lw__log(LW_LOG_DEBUG,
+                "lock %.*s: acquired %s, fence %llu, after %lld.%03lld ms",
+                (int)l->keylen, l->key,
+                handed ? "from another thread of this process, which handed "
+                         "it on"
+                       : "from Redis",
+                (unsigned long long)fence, (long long)(us / 1000),
+                (long long)(us % 1000));
+}
+
 int lw__cohort_acquire(struct lw_lease *l, const lw_lock_opts *opts,
                        uint64_t *fence)
 {
-    struct lw_cohort *c;
-    int rc;
+    /* The clock is read only for a debug line: none on the quiet path. */
+    int64_t start_us = lw__log_on(LW_LOG_DEBUG) ? lw__now_us() : 0;
+    struct lw_cohort *c = NULL;
+    int rc, handed = 0;
 
-    if (!takes_part(l))
-        return l->be->acquire(l, opts, fence);
+    if (!takes_part(l)) {
+        rc = l->be->acquire(l, opts, fence);
+        goto out;
+    }
     pthread_once(&once, init);
     pthread_mutex_lock(&tab.mu);
     c = join(l);
     if (c == NULL) {
         pthread_mutex_unlock(&tab.mu);
-        return LW_ENOMEM;
+        rc = LW_ENOMEM;
+        goto out;
     }
     if (!c->led) {
         elect(c);
@@ -335,10 +368,34 @@ int lw__cohort_acquire(struct lw_lease *l, const lw_lock_opts *opts,
         pthread_mutex_unlock(&tab.mu);
         rc = LW_ETIMEOUT;
     } else {
-        rc = wait_here(c, l, opts, fence);
+        rc = wait_here(c, l, opts, fence, &handed);
     }
     if (rc == LW_OK)
         l->cohort = c; /* its release goes through c: we lead it now */
+out:
+    if (start_us != 0)
+        tell_acquired(l, rc, handed, rc == LW_OK ? *fence : 0, start_us);
+    return rc;
+}
+
+/* release() at debug level: the same, and what it did, with whether Redis
+ * keeps the key for the rest of a minimum hold (as the backend's release
+ * is told).  Never inlined: the quiet path then saves no registers for a
+ * line it does not write. */
+__attribute__((noinline)) static int release_told(struct lw_lease *l)
+{
+    int64_t hold_ms = lw__lease_hold_left_ms(l);
+    int rc = l->be->release(l);
+
+    if (hold_ms > 0 && rc == LW_OK)
+        lw__log(LW_LOG_DEBUG,
+                "lock %.*s: released; Redis keeps its key %lld ms more "
+                "(hold_at_least)",
+                (int)l->keylen, l->key, (long long)hold_ms);
+    else
+        lw__log(LW_LOG_DEBUG, "lock %.*s: released through Redis%s%s",
+                (int)l->keylen, l->key, rc == LW_OK ? "" : ": ",
+                rc == LW_OK ? "" : lw_strerror(rc));
     return rc;
 }
 
@@ -348,6 +405,8 @@ static int release(struct lw_lease *l)
 {
     if (__atomic_load_n(&l->ended, __ATOMIC_ACQUIRE))
         return LW_ELOST;
+    if (lw__log_on(LW_LOG_DEBUG))
+        return release_told(l);
     return l->be->release(l);
 }
 
@@ -488,7 +547,14 @@ int lw__cohort_release(struct lw_lease *l)
             rc = check_handed(c, l);
         leave(c);
         pthread_mutex_unlock(&tab.mu);
-        return handed_verdict(l, rc);
+        rc = handed_verdict(l, rc);
+        if (lw__log_on(LW_LOG_DEBUG))
+            lw__log(LW_LOG_DEBUG,
+                    "lock %.*s: released, handed on to another thread of "
+                    "this process%s%s",
+                    (int)l->keylen, l->key, rc == LW_OK ? "" : ": ",
+                    rc == LW_OK ? "" : lw_strerror(rc));
+        return rc;
     }
     /* The checks of the run's other sections read the key as this release
      * leaves it unless they are answered first. */

@@ -196,6 +196,12 @@ int lw_guard_enter(lw_guard *gu)
         o->depth++;
         push(t, g);
         LW_STAT_ADD(reentered, 1);
+        if (lw__log_on(LW_LOG_DEBUG))
+            lw__log(LW_LOG_DEBUG,
+                    "lock %.*s: re-entered (this thread holds it; depth %u, "
+                    "fence %llu)",
+                    (int)g->keylen, g->key, o->depth,
+                    (unsigned long long)o->fence);
         t->last_error = LW_OK;
         return LW_OK;
     }

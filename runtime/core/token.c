@@ -2,35 +2,20 @@
  * Lock tokens.  Each thread draws 128 bits from getrandom() once per process
  * (again after fork, so a child never mints its parent's tokens) and appends a
  * sequence number: tokens stay unguessable, unique per acquisition, and the
- * uncontended path makes no system call.
+ * uncontended path makes no system call.  The base's first 16 hex digits
+ * also name each of the thread's connections (net/handshake.c), so that
+ * lockweave-ctl finds the process and thread a lock's token came from in
+ * the server's client list; the other 16, and the sequence, are never
+ * shown there.
  */
 #include "core/token.h"
 
 #include <lockweave.h>
-#include <errno.h>
 #include <stdio.h>
-#include <sys/random.h>
 
 #include "base/fork.h"
 #include "base/numfmt.h"
 #include "base/thread.h"
-
-static int draw_base(struct lw_thread *t)
-{
-    size_t got = 0;
-
-    while (got < sizeof t->token_base) {
-        ssize_t n =
-            getrandom(t->token_base + got, sizeof t->token_base - got, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return LW_ESYSTEM;
-        got += (size_t)n;
-    }
-    t->token_gen = lw__fork_gen;
-    return LW_OK;
-}
 
 int lw__token_new(char *buf)
 {
@@ -38,7 +23,7 @@ int lw__token_new(char *buf)
     struct lw_thread *t = lw__thread();
     char *p = buf;
 
-    if (t->token_gen != lw__fork_gen && draw_base(t) != LW_OK)
+    if (t->token_gen != lw__fork_gen && lw__thread_token_base(t) != LW_OK)
         return LW_ESYSTEM;
     for (size_t i = 0; i < sizeof t->token_base; i++) {
         *p++ = hex[t->token_base[i] >> 4];

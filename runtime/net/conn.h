@@ -186,8 +186,9 @@ int lw__conn_broke(struct lw_conn *c, struct lw_exchange *x, const char *what);
 void lw__conn_log_error(const redisReply *r);
 
 /* The same, and the code the error reply r stands for: LW_EAUTH for NOAUTH
- * (a password is needed) and NOPERM (the ACL user lacks a right), with a
- * line saying which; LW_EREDIS for any other. */
+ * (a password is needed) and NOPERM (the ACL user lacks a right, also for a
+ * command a script runs), with a line saying which; LW_EREDIS for any
+ * other. */
 int lw__conn_error_rc(const redisReply *r);
 
 #endif

@@ -37,7 +37,10 @@ int lw__conn_error_rc(const redisReply *r)
                               "unix://:password@/path)");
         return LW_EAUTH;
     }
-    if (strncmp(r->str, "NOPERM", 6) == 0) {
+    /* A script's own command refused by the ACL: Redis 7.0 words it as an
+     * ERR, later versions as NOPERM. */
+    if (strncmp(r->str, "NOPERM", 6) == 0 ||
+        strncmp(r->str, "ERR The user executing the script can't", 39) == 0) {
         lw__log(LW_LOG_ERROR,
                 "the Redis ACL user may not run what lockweave needs "
                 "(scripts, and the keys under its prefix): see "

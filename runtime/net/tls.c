@@ -19,12 +19,20 @@
 #include "base/fork.h"
 #include "base/tlsctx.h"
 
+/* What a handshake answered by a plain Redis fails with. */
+#define PLAIN_REDIS                                                            \
+    "TLS handshake: the server answered in Redis's plain protocol: this port " \
+    "does not speak TLS (use redis://, or the server's tls-port)"
+
 struct lw_tls {
     SSL *ssl;
     int fd;
     int block;      /* the next recv() may block (see lw__tls_read()) */
     int asked_cert; /* the server sent a CertificateRequest */
     int got_data;   /* a read returned application data */
+    int heard;      /* the server sent a byte (during the handshake) */
+    char first;     /* its first byte */
+    int timed_out;  /* the last failure was a timeout */
     int rc;         /* the last failure: LW_EREDIS or LW_ETLS */
     char what[256]; /* and what it was */
 };
@@ -56,7 +64,7 @@ static int sock_write(BIO *b, const char *p, int n)
 
 static int sock_read(BIO *b, char *p, int n)
 {
-    const struct lw_tls *t = BIO_get_data(b);
+    struct lw_tls *t = BIO_get_data(b);
     ssize_t k;
 
     BIO_clear_retry_flags(b);
@@ -65,6 +73,10 @@ static int sock_read(BIO *b, char *p, int n)
     while (k < 0 && errno == EINTR);
     if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         BIO_set_retry_read(b);
+    if (k > 0 && !t->heard) {
+        t->heard = 1;
+        t->first = *p;
+    }
     return (int)k;
 }
 
@@ -102,6 +114,7 @@ static void make_method(void)
 static int fail(struct lw_tls *t, int rc, const char *what)
 {
     t->rc = rc;
+    t->timed_out = 0;
     snprintf(t->what, sizeof t->what, "%s", what);
     return -1;
 }
@@ -146,6 +159,13 @@ static int ssl_failed(struct lw_tls *t, int ret, const char *op)
                  "before any reply (%s): certificate missing or refused",
                  e == SSL_ERROR_SYSCALL && saved != 0 ? strerror(saved)
                                                       : "connection closed");
+        t->rc = LW_ETLS;
+    } else if (!SSL_is_init_finished(t->ssl) && t->heard &&
+               (t->first == '-' || t->first == '+')) {
+        /* A TLS record starts with its type, 20 to 24; a RESP reply with
+         * '-' or '+': a plain Redis, or a proxy in front of one, answered
+         * (see plain_redis() for why Redis itself seldom does). */
+        snprintf(why, sizeof why, "%s", PLAIN_REDIS);
         t->rc = LW_ETLS;
     } else if (e == SSL_ERROR_ZERO_RETURN ||
                (e == SSL_ERROR_SYSCALL && code == 0 && saved == 0)) {
@@ -201,8 +221,10 @@ static int drive(struct lw_tls *t, int (*call)(struct lw_tls *, void *),
             char why[64];
             /* lw__conn_io_error() words EAGAIN as the command timeout. */
             snprintf(why, sizeof why, "TLS %s timed out", op);
-            return fail(t, LW_EREDIS,
-                        strcmp(op, "read") == 0 ? strerror(EAGAIN) : why);
+            fail(t, LW_EREDIS,
+                 strcmp(op, "read") == 0 ? strerror(EAGAIN) : why);
+            t->timed_out = 1;
+            return -1;
         }
         case -1:
             return fail(t, LW_EREDIS, strerror(errno));
@@ -264,6 +286,44 @@ static int set_name(SSL *ssl, const char *name, int verify)
     return SSL_set1_host(ssl, name) == 1 ? 0 : -1;
 }
 
+/*
+ * A handshake that heard nothing by its deadline: a plain (non-TLS) Redis
+ * port, or a server that hangs?  A plain Redis says nothing to a TLS
+ * hello: it reads bytes that do not start with '*' as an inline command
+ * and looks for its newline with strchr(), which stops at the hello's
+ * first zero byte, so it waits for more.  Past 64 KiB it gives up with an
+ * error reply ("-ERR Protocol error: too big inline request"): send that
+ * much and see, for up to wait_ms more, on a connection that has failed
+ * anyway.  1 when a plain Redis answered.
+ */
+static int plain_redis(int fd, int wait_ms)
+{
+    static const char filler[64 * 1024 + 1]; /* zeros: never a newline */
+    int64_t deadline_ms = lw__now_ms() + wait_ms;
+    size_t sent = 0;
+    char reply[8];
+    ssize_t k;
+
+    while (sent < sizeof filler) {
+        k = send(fd, filler + sent, sizeof filler - sent,
+                 MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (k > 0)
+            sent += (size_t)k;
+        else if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+                 errno != EINTR)
+            return 0;
+        else if (k < 0 && errno != EINTR &&
+                 wait_fd(fd, POLLOUT, deadline_ms) <= 0)
+            return 0;
+    }
+    if (wait_fd(fd, POLLIN, deadline_ms) <= 0)
+        return 0;
+    do
+        k = recv(fd, reply, sizeof reply, MSG_DONTWAIT);
+    while (k < 0 && errno == EINTR);
+    return k > 0 && reply[0] == '-';
+}
+
 int lw__tls_open(struct lw_tls **out, struct ssl_ctx_st *ctx, int fd,
                  const char *host, const struct lw_tls_opts *opts,
                  int timeout_ms, char *err, size_t errlen)
@@ -298,6 +358,9 @@ int lw__tls_open(struct lw_tls **out, struct ssl_ctx_st *ctx, int fd,
     }
     if (drive(t, do_connect, NULL, "handshake", lw__now_ms() + timeout_ms) <
         0) {
+        if (t->timed_out && !t->heard &&
+            plain_redis(fd, timeout_ms / 4 > 250 ? 250 : timeout_ms / 4 + 1))
+            fail(t, LW_ETLS, PLAIN_REDIS);
         snprintf(err, errlen, "%s", t->what);
         rc = t->rc;
         goto cleanup;

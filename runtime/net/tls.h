@@ -19,7 +19,10 @@ struct ssl_ctx_st;
 /* Handshake on the connected socket fd within timeout_ms, verifying the
  * server as host (or opts->server_name) unless opts->insecure.  LW_OK with
  * *out; LW_ETLS (handshake failed, certificate not trusted, expired, wrong
- * name: why in err), LW_EREDIS (I/O error, timeout, closed) or LW_ENOMEM. */
+ * name, a plain Redis on the port: why in err), LW_EREDIS (I/O error,
+ * timeout, closed) or LW_ENOMEM.  A handshake that heard nothing by then
+ * may take up to a quarter of timeout_ms (250 ms at most) more, to tell a
+ * plain Redis from a server that hangs. */
 int lw__tls_open(struct lw_tls **out, struct ssl_ctx_st *ctx, int fd,
                  const char *host, const struct lw_tls_opts *opts,
                  int timeout_ms, char *err, size_t errlen);

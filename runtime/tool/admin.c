@@ -3,7 +3,9 @@
 #include "tool/admin.h"
 
 #include <lockweave.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/config.h"
 #include "base/url.h"
@@ -13,6 +15,7 @@
 #include "core/scripts.h"
 #include "core/send.h"
 #include "net/conn.h"
+#include "net/handshake.h"
 #include "topology/route.h"
 #include "topology/slotmap.h"
 
@@ -52,6 +55,11 @@ int lw__admin_config(struct lw_admin_config *c)
     c->prefix_len = s->prefix_len;
     c->topology = s->ep.topology;
     return LW_OK;
+}
+
+void lw__admin_no_acl_check(void)
+{
+    lw__handshake_acl_check(0);
 }
 
 /* A Cluster's masters, from the slot map learnt again now: into *urls. */
@@ -239,4 +247,64 @@ int lw__admin_release_one(const struct lw_url *u, struct lw_conn **conn,
 
     *r = NULL;
     return run_to(u, conn, &q, r);
+}
+
+static const char *client_list_argv[] = {"CLIENT", "LIST", "TYPE", "normal"};
+static const size_t client_list_lens[] = {6, 4, 4, 6};
+const struct lw_admin_cmd lw__admin_client_list = {4, client_list_argv,
+                                                   client_list_lens};
+
+/* Field name's value in line (CLIENT LIST's "k=v" words, space-separated;
+ * a name holds no space) into out, cap bytes; 1 when there. */
+static int client_field(const char *line, size_t n, const char *name, char *out,
+                        size_t cap)
+{
+    size_t nl = strlen(name);
+
+    for (const char *p = line, *end = line + n; p < end;) {
+        const char *sp = memchr(p, ' ', (size_t)(end - p));
+        size_t w = sp != NULL ? (size_t)(sp - p) : (size_t)(end - p);
+        if (w > nl && memcmp(p, name, nl) == 0 && p[nl] == '=') {
+            size_t v = w - nl - 1 < cap - 1 ? w - nl - 1 : cap - 1;
+            memcpy(out, p + nl + 1, v);
+            out[v] = '\0';
+            return 1;
+        }
+        p += w + 1;
+    }
+    return 0;
+}
+
+int lw__admin_holder(const redisReply *list, const char *token, size_t toklen,
+                     struct lw_admin_holder *h)
+{
+    struct lw_client_name cn;
+    char name[256], num[32];
+    const char *p, *end;
+
+    memset(h, 0, sizeof *h);
+    if (list->type != REDIS_REPLY_STRING)
+        return LW_EREDIS;
+    if (toklen < sizeof cn.tag - 1)
+        return LW_OK;
+    for (p = list->str, end = list->str + list->len; p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl != NULL ? (size_t)(nl - p) : (size_t)(end - p);
+        if (client_field(p, n, "name", name, sizeof name) &&
+            lw__client_name_parse(name, strlen(name), &cn) &&
+            memcmp(cn.tag, token, sizeof cn.tag - 1) == 0) {
+            h->found = 1;
+            snprintf(h->host, sizeof h->host, "%s", cn.host);
+            h->pid = cn.pid;
+            h->tid = cn.tid;
+            client_field(p, n, "addr", h->addr, sizeof h->addr);
+            if (client_field(p, n, "age", num, sizeof num))
+                h->age_s = strtoll(num, NULL, 10);
+            if (client_field(p, n, "idle", num, sizeof num))
+                h->idle_s = strtoll(num, NULL, 10);
+            return LW_OK;
+        }
+        p += n + 1;
+    }
+    return LW_OK;
 }

@@ -50,6 +50,13 @@ int lw__admin_url_check(const char *url, char *err, size_t errlen);
  * until then).  LW_OK, or the error that makes it unusable. */
 int lw__admin_config(struct lw_admin_config *c);
 
+/* This process looks at locks and breaks them, and takes none: the
+ * connections it opens from now on skip the check a locking process's make
+ * at connect, that the ACL user may run every command a lock needs, so a
+ * user allowed only what the tool sends is not refused.  Call it before
+ * the first request. */
+void lw__admin_no_acl_check(void);
+
 /* The masters that hold keys: the one server, Redlock's masters, or a
  * Cluster's masters by its slot map (learnt now).  LW_OK with *out n
  * pointers, an array the caller free()s; the servers are the runtime's,
@@ -147,6 +154,38 @@ int lw__admin_release(const struct lw_admin_config *c, const char *key,
                       size_t keylen, const char *token, size_t toklen,
                       const struct lw_admin_names *n, redisReply **r,
                       int *replayed);
+
+/*
+ * Who holds a lock.  Every connection of the library names itself at
+ * connect (CLIENT SETNAME) with its host, process and thread, and the
+ * first 16 hex digits of every token that thread mints: a lock's token
+ * finds the connection, in the client list of the server the lock is on,
+ * of the thread that took it from Redis (a lock handed from thread to
+ * thread of a process keeps its first token, so its process is right and
+ * its thread the one that took it).  Found only while that connection is
+ * open: not once its process has died, nor while it reconnects.
+ */
+struct lw_admin_holder {
+    int found;        /* 1: the connection is open; the rest is set */
+    char host[65];    /* as the holder's gethostname() said */
+    long pid, tid;    /* its process, and its thread's Linux id */
+    char addr[64];    /* the connection's address, as the server sees
+                         it ("ip:port") */
+    long long age_s;  /* how long it has been open */
+    long long idle_s; /* since its last command */
+};
+
+/* The command to add to a pipeline about the lock's key (no round trip of
+ * its own) for lw__admin_holder(): CLIENT LIST TYPE normal. */
+extern const struct lw_admin_cmd lw__admin_client_list;
+
+/* From list, the server's answer to lw__admin_client_list, the connection
+ * of token's thread (token: toklen bytes, a lock key's value or a holder's
+ * member) into *h.  LW_OK (h->found says whether it is open), or
+ * LW_EREDIS when list is no client list (an error reply: the ACL user may
+ * not run CLIENT LIST). */
+int lw__admin_holder(const redisReply *list, const char *token, size_t toklen,
+                     struct lw_admin_holder *h);
 
 /* A Redlock master's release of key if it holds token (the key alone: no
  * queue there), on *conn as lw__admin_send_to().  LW_OK with *r an integer

@@ -3,12 +3,14 @@
  * master (each reported on the master that serves its slot), inspect reads
  * a key's lock, queue and slot fence counter on its master, unlock
  * breaks a lock on each master, handing it to a waiter on one of them, and
- * list shows a semaphore and a read lock with their kinds.
+ * list shows a semaphore and a read lock with their kinds; inspect names
+ * the holder's process.
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ctl_util.h"
 #include "rh_cluster.h"
@@ -208,6 +210,9 @@ int main(int argc, char **argv)
         snprintf(counter, sizeof counter, "%s",
                  jv_str(jv_get(j, "fence"), "counter"));
         CHECK(jv_int(jv_get(j, "fence"), "counter_value") > 0);
+        /* Held by this process, on its connection to the key's master. */
+        CHECK_EQ(jv_bool(jv_get(j, "holder"), "connected"), 1);
+        CHECK_EQ(jv_int(jv_get(j, "holder"), "pid"), (long long)getpid());
         jv_free(j);
         ctl_run_free(&r);
         /* The slot's own counter, on the key's master. */

@@ -4,11 +4,14 @@
  * one token, list does the same per key, unlock deletes the lock on every
  * master (its holder gets LW_ELOST, a contender gets the lock), and a
  * master that is down is reported as such without hiding the others.
+ * inspect names the holder's process and thread.
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "ctl_util.h"
 #include "util.h"
@@ -95,7 +98,20 @@ int main(int argc, char **argv)
         CHECK_STR(jv_str(master(j, i), "state"), "held");
         CHECK_RANGE(jv_int(master(j, i), "ttl_ms"), 1, 20000);
     }
+    /* Who holds it: this process, this thread, from its connection's
+     * name on the masters. */
+    const jv *h = jv_get(j, "holder");
+    CHECK(h != NULL && h->type == 'o');
+    CHECK_EQ(jv_bool(h, "connected"), 1);
+    CHECK_EQ(jv_int(h, "pid"), (long long)getpid());
+    CHECK_EQ(jv_int(h, "thread"), (long long)syscall(SYS_gettid));
     jv_free(j);
+    ctl_run_free(&r);
+    ctl_run(&r, url, CTL_IN_NULL, NULL, "inspect", "rl:1", NULL);
+    char text[64];
+    snprintf(text, sizeof text, "holder   process %ld, thread %ld,",
+             (long)getpid(), (long)syscall(SYS_gettid));
+    CHECK_MSG(strstr(r.out, text) != NULL, "no \"%s\" in:\n%s", text, r.out);
     ctl_run_free(&r);
 
     ctl_run(&r, url, CTL_IN_NULL, NULL, "--json", "inspect", "rl:2", NULL);

@@ -7,12 +7,16 @@
  * list over many SCAN pages with lockweave's companion keys left out,
  * list showing semaphores and read locks with their kinds,
  * binary keys escaped, and the exit statuses of bad URLs, unreachable
- * servers and bad command lines, passwords never shown.
+ * servers and bad command lines, passwords never shown; who holds a lock
+ * (process, thread, host), also when handed between threads or held by a
+ * process that died; an ACL user that may only read inspects and lists.
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "ctl_util.h"
 #include "util.h"
@@ -565,13 +569,180 @@ static void other_prefix(void)
     use_server(&srv);
 }
 
+/* ---- who holds ------------------------------------------------------ */
+
+static void holder_expect(const char *key, long tid, int connected)
+{
+    char host[65] = "", text[256];
+    struct ctl_run r;
+    const jv *h;
+    jv *j;
+
+    gethostname(host, sizeof host - 1);
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "inspect", key, NULL);
+    CHECK_EQ(r.status, 0);
+    if (connected) {
+        snprintf(text, sizeof text,
+                 "holder   process %ld, thread %ld, on host \"%s\"",
+                 (long)getpid(), tid, host);
+        CHECK_MSG(strstr(r.out, text) != NULL, "no \"%s\" in:\n%s", text,
+                  r.out);
+        CHECK(strstr(r.out, " is open, idle ") != NULL);
+    } else {
+        CHECK(strstr(r.out, "holder   not known: no connection of its "
+                            "thread is open") != NULL);
+    }
+    ctl_run_free(&r);
+
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "--json", "inspect", key, NULL);
+    CHECK_EQ(r.status, 0);
+    j = ctl_json(&r);
+    h = jv_get(j, "holder");
+    CHECK(h != NULL && h->type == 'o');
+    CHECK_EQ(jv_bool(h, "connected"), connected);
+    if (connected) {
+        CHECK_EQ(jv_int(h, "pid"), (long long)getpid());
+        CHECK_EQ(jv_int(h, "thread"), (long long)tid);
+        CHECK_STR(jv_str(h, "host"), host);
+        CHECK(strncmp(jv_str(h, "addr"), "127.0.0.1:", 10) == 0);
+        CHECK_RANGE(jv_int(h, "connected_s"), 0, 600);
+        CHECK_RANGE(jv_int(h, "idle_s"), 0, 600);
+    } else {
+        CHECK(jv_get(h, "pid") == NULL);
+    }
+    jv_free(j);
+    ctl_run_free(&r);
+}
+
+static long my_tid(void)
+{
+    return (long)syscall(SYS_gettid);
+}
+
+/* A thread that takes "who:2" while the main thread holds it: handed on
+ * in the process, its token stays the one the main thread took. */
+static void *second_holder(void *arg)
+{
+    long tid = *(long *)arg;
+    lw_guard g;
+
+    CHECK_RC(lock_str(&g, "who:2", 10000, 10000), LW_OK);
+    /* Handed on: inspect names this process, and the thread that took it
+     * from Redis, not this one. */
+    holder_expect("who:2", tid, 1);
+    CHECK(tid != my_tid());
+    CHECK_RC(lw_guard_leave(&g), LW_OK);
+    return NULL;
+}
+
+static uint64_t contended_before;
+
+static int cohort_waiting(void *arg)
+{
+    lw_stats st;
+
+    (void)arg;
+    lw_stats_get(&st);
+    return st.contended > contended_before;
+}
+
+/* No client of the server is named with tag (a token's first 16 digits). */
+static int tag_gone(void *arg)
+{
+    redisReply *r = rh_cmd(&srv, "CLIENT LIST");
+    int gone;
+
+    CHECK(r != NULL && r->type == REDIS_REPLY_STRING);
+    gone = strstr(r->str, (const char *)arg) == NULL;
+    freeReplyObject(r);
+    return gone;
+}
+
+/*
+ * inspect says which process and thread hold a lock, on which host: this
+ * process's pid and host, and this thread's id, from the name the
+ * library gave its connection; in --json too.  A lock handed between two
+ * threads shows the one that took it from Redis.  A holder whose process
+ * died shows as gone.
+ */
+static void holder_shown(void)
+{
+    lw_lock_opts o = {.expire_ms = 60000};
+    pthread_t t;
+    lw_guard g;
+    long tid = my_tid();
+
+    CHECK_RC(lock_str(&g, "who:1", 10000, 0), LW_OK);
+    holder_expect("who:1", tid, 1);
+    CHECK_RC(lw_guard_leave(&g), LW_OK);
+
+    /* Threads of this process hand the lock on. */
+    setenv("LOCKWEAVE_LOCAL_HANDOFFS", "15", 1);
+    use_server(&srv);
+    CHECK_RC(lock_str(&g, "who:2", 10000, 0), LW_OK);
+    lw_stats st;
+    lw_stats_get(&st);
+    contended_before = st.contended;
+    CHECK(pthread_create(&t, NULL, second_holder, &tid) == 0);
+    /* The thread waits in the process's cohort before this one leaves. */
+    CHECK(wait_until(cohort_waiting, NULL, 5000) >= 0);
+    CHECK_RC(lw_guard_leave(&g), LW_OK);
+    CHECK(pthread_join(t, NULL) == 0);
+    setenv("LOCKWEAVE_LOCAL_HANDOFFS", "0", 1);
+    use_server(&srv);
+
+    /* A process that died holding it: no connection of its is open. */
+    die_holding(&srv, "who:3", &o);
+    char tag[17];
+    snprintf(tag, sizeof tag, "%.16s", value_of("lock:who:3"));
+    CHECK(wait_until(tag_gone, tag, 5000) >= 0);
+    holder_expect("who:3", 0, 0);
+}
+
+/* An ACL user allowed what inspect and list read, and no more: the tool's
+ * connections are not refused for the rights a locking process needs,
+ * and inspect says it cannot tell who holds (no CLIENT LIST). */
+static void read_only_user(void)
+{
+    struct ctl_run r;
+    lw_guard g;
+    char url[128];
+    jv *j;
+
+    snprintf(url, sizeof url, "redis://viewer:pw@127.0.0.1:%d", srv.port);
+    CHECK_RC(lock_str(&g, "view:1", 10000, 0), LW_OK);
+    ctl_run(&r, url, CTL_IN_NULL, NULL, "inspect", "view:1", NULL);
+    CHECK_EQ(r.status, 0);
+    CHECK(strstr(r.out, "holder   not known: the server did not list its "
+                        "clients") != NULL);
+    ctl_run_free(&r);
+    ctl_run(&r, url, CTL_IN_NULL, NULL, "--json", "inspect", "view:1", NULL);
+    CHECK_EQ(r.status, 0);
+    j = ctl_json(&r);
+    CHECK(jv_get(j, "holder") != NULL && jv_get(j, "holder")->type == 'z');
+    jv_free(j);
+    ctl_run_free(&r);
+    ctl_run(&r, url, CTL_IN_NULL, NULL, "list", "view:*", NULL);
+    CHECK_EQ(r.status, 0);
+    CHECK(strstr(r.out, "view:1") != NULL);
+    ctl_run_free(&r);
+    CHECK_RC(lw_guard_leave(&g), LW_OK);
+}
+
 int main(int argc, char **argv)
 {
     /* Threads of this process stand in for other processes' waiters in
      * Redis's queue: no hand-offs from thread to thread (test_cohort.c). */
     setenv("LOCKWEAVE_LOCAL_HANDOFFS", "0", 1);
+    /* viewer may read keys and the clock, nothing else. */
+    static const char *const acl[] = {"--user", "viewer", "on",    ">pw",
+                                      "~*",     "+@read", "+time", NULL};
+    rh_opts o;
+
     ctl_init(argc, argv);
-    CHECK(rh_start(&srv, NULL) == 0);
+    rh_opts_init(&o);
+    o.extra_args = acl;
+    CHECK(rh_start(&srv, &o) == 0);
     use_server(&srv);
     free_key();
     held_waiters_unlock();
@@ -580,6 +751,8 @@ int main(int argc, char **argv)
     list_shared();
     other_prefix();
     shared_kinds();
+    holder_shown();
+    read_only_user();
     bad_config_and_usage();
     lw_shutdown();
     rh_stop(&srv);

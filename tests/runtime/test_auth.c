@@ -1,8 +1,9 @@
 /* Credentials and database from the URL: an ACL user (AUTH user pass) gets
  * in, a wrong password or unknown user is LW_EAUTH (body not run), and the
- * /db path selects the database the lock key lands in.  A user denied BLPOP
- * still waits for a busy lock, by polling, and is never handed a lock it
- * would hear of only at its next poll. */
+ * /db path selects the database the lock key lands in; a database the
+ * server does not have is LW_ECONFIG, logged as SELECT's refusal.  A user
+ * denied BLPOP still waits for a busy lock, by polling, and is never handed a
+ * lock it would hear of only at its next poll. */
 #include "util.h"
 
 #include <pthread.h>
@@ -190,6 +191,22 @@ static void no_credentials(void)
     CHECK_MSG(rc == LW_EAUTH || rc == LW_EREDIS, "got %s", lw_strerror(rc));
 }
 
+static char said[4096];
+
+static void keep_said(int level, const char *msg, void *ud)
+{
+    size_t n = strlen(said);
+
+    (void)level;
+    (void)ud;
+    snprintf(said + n, sizeof said - n, "%s\n", msg);
+}
+
+static void clear_said(void)
+{
+    said[0] = '\0';
+}
+
 static void select_db(void)
 {
     char url[256];
@@ -202,12 +219,20 @@ static void select_db(void)
     CHECK_RC(lw_guard_leave(&g), LW_OK);
     CHECK_EQ(exists_in_db(3, "lock:in-db3"), 0);
 
-    /* A database the server does not have: refused by SELECT. */
+    /* A database the server does not have: refused by SELECT, a bad URL
+     * (LW_ECONFIG, said as such), not refused credentials. */
     url_for(url, sizeof url, "alice:secret@", 99);
     use_url(url, 1000, 2000);
+    clear_said();
+    lw_set_logger(keep_said, NULL, LW_LOG_WARN);
     int rc = lock_str(&g, "in-db99", 5000, 500);
     printf("db 99 of 16: %s\n", lw_strerror(rc));
-    CHECK_RC(rc, LW_EAUTH);
+    CHECK_RC(rc, LW_ECONFIG);
+    CHECK_RC(lw_last_error(), LW_ECONFIG);
+    CHECK_MSG(strstr(said, "SELECT 99 refused: ERR DB index is out of "
+                           "range") != NULL,
+              "log:\n%s", said);
+    lw_set_logger(NULL, NULL, LW_LOG_WARN);
 }
 
 int main(void)

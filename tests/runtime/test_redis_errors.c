@@ -3,7 +3,9 @@
  * keys holding the wrong type, and NOSCRIPT after SCRIPT FLUSH.  Each error
  * gives a clear code (LW_EREDIS), the body does not run, nothing is left
  * held, and locks work again once the cause is gone; a flushed script cache
- * is not even an error (EVALSHA falls back to EVAL). */
+ * is not even an error (EVALSHA falls back to EVAL).  A lock Redis holds
+ * as another kind, or with other permits, is LW_EINVAL, said in the log
+ * and by lw_strerror(). */
 #include "util.h"
 
 #include <pthread.h>
@@ -218,6 +220,76 @@ static void wrong_types(void)
     }
 }
 
+/* ---- a lock Redis holds as another kind ---------------------------------- */
+
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static char logs[4096];
+
+static void keep_log(int level, const char *msg, void *ud)
+{
+    size_t n;
+
+    (void)level;
+    (void)ud;
+    pthread_mutex_lock(&log_mu);
+    n = strlen(logs);
+    snprintf(logs + n, sizeof logs - n, "%s\n", msg);
+    pthread_mutex_unlock(&log_mu);
+}
+
+static pthread_barrier_t kind_in, kind_out;
+
+static void *hold_two_permits(void *arg)
+{
+    lw_lock_opts o = lock_opts(5000, 0, -1);
+    lw_guard g;
+
+    (void)arg;
+    o.permits = 2;
+    CHECK_RC(lw_lock(&g, "other-n", 7, &o), LW_OK);
+    pthread_barrier_wait(&kind_in);
+    pthread_barrier_wait(&kind_out);
+    CHECK_RC(lw_guard_leave(&g), LW_OK);
+    return NULL;
+}
+
+/* A semaphore of 2 held, asked for with 3 permits, and as a read lock:
+ * LW_EINVAL, the body not run, a log line saying how Redis holds it, and
+ * lw_strerror() saying that this is what LW_EINVAL can mean. */
+static void other_kind(void)
+{
+    lw_lock_opts o = lock_opts(5000, 0, -1);
+    const char *text = lw_strerror(LW_EINVAL);
+    pthread_t t;
+    lw_guard g;
+
+    pthread_barrier_init(&kind_in, NULL, 2);
+    pthread_barrier_init(&kind_out, NULL, 2);
+    CHECK_EQ(pthread_create(&t, NULL, hold_two_permits, NULL), 0);
+    pthread_barrier_wait(&kind_in);
+    lw_set_logger(keep_log, NULL, LW_LOG_WARN);
+    o.permits = 3;
+    CHECK_RC(lw_lock(&g, "other-n", 7, &o), LW_EINVAL);
+    CHECK_MSG(strstr(logs, "asked for as a semaphore of 3 permits, but Redis "
+                           "holds it as n:2") != NULL,
+              "log:\n%s", logs);
+    o.permits = 0;
+    o.flags = LW_LOCK_READ;
+    CHECK_RC(lw_lock(&g, "other-n", 7, &o), LW_EINVAL);
+    CHECK_MSG(strstr(logs, "asked for as a read lock, but Redis holds it as "
+                           "type:zset") != NULL,
+              "log:\n%s", logs);
+    lw_set_logger(NULL, NULL, LW_LOG_WARN);
+    pthread_barrier_wait(&kind_out);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    pthread_barrier_destroy(&kind_in);
+    pthread_barrier_destroy(&kind_out);
+    CHECK_MSG(strstr(text, "another kind") != NULL &&
+                  strstr(text, "other permits") != NULL &&
+                  strstr(text, "see the log") != NULL,
+              "lw_strerror(LW_EINVAL) = \"%s\"", text);
+}
+
 /* ---- NOSCRIPT ----------------------------------------------------------- */
 
 struct waiter {
@@ -279,6 +351,7 @@ int main(void)
     read_only_replica();
     busy();
     wrong_types();
+    other_kind();
     max_clients();
 
     lw_stats st;

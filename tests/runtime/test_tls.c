@@ -4,7 +4,8 @@
  * LW_ETLS and a log line saying why — an untrusted CA, a wrong name, an
  * expired certificate, a missing client certificate — the body never run.
  * Bad TLS files are LW_ECONFIG naming the file; INSECURE connects with a
- * warning; credentials travel inside TLS and stay masked in the log. */
+ * warning; credentials travel inside TLS and stay masked in the log.
+ * rediss:// to a plain redis-server is LW_ETLS, said as such. */
 #include "util.h"
 
 #include <pthread.h>
@@ -264,6 +265,38 @@ static void mixed_lists(void)
     CHECK_RC(configure(url, (struct tls_cfg){.ca = tls.ca}), LW_ECONFIG);
 }
 
+/* rediss:// to a plain (non-TLS) redis-server: LW_ETLS, saying the port
+ * does not speak TLS, within the connect timeout and a quarter more; never
+ * LW_EREDIS, as a timeout.  A plain Redis says nothing to most TLS hellos:
+ * each try is a fresh hello (a new configuration, no backoff). */
+static void plain_server(void)
+{
+    rh_server plain;
+    char url[128];
+
+    CHECK_EQ(rh_start(&plain, NULL), 0);
+    snprintf(url, sizeof url, "rediss://127.0.0.1:%d", plain.port);
+    for (int i = 0; i < 4; i++) {
+        lw_config cfg;
+        int before = body_runs;
+        int64_t t0 = now_ms();
+        lw_config_init(&cfg);
+        cfg.redis_url = url;
+        cfg.connect_timeout_ms = 300;
+        cfg.tls_ca_file = tls.ca;
+        clear_logs();
+        CHECK_RC(lw_configure(&cfg), LW_OK);
+        int rc = section();
+        int64_t took = now_ms() - t0;
+        CHECK_MSG(rc == LW_ETLS, "try %d: got %s after %lld ms; log:\n%s", i,
+                  lw_strerror(rc), (long long)took, logs);
+        CHECK_EQ(body_runs, before);
+        CHECK_MSG(logged("does not speak TLS"), "try %d; log:\n%s", i, logs);
+        CHECK_RANGE(took, 0, 300 + 75 + 1500);
+    }
+    rh_stop(&plain);
+}
+
 int main(void)
 {
     rh_opts o;
@@ -288,6 +321,7 @@ int main(void)
     client_certificates();
     bad_files();
     mixed_lists();
+    plain_server();
 
     lw_shutdown();
     rh_stop(&mutual);

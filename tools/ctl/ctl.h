@@ -111,6 +111,7 @@ struct ctl_master {
     long long ttl;        /* PTTL, when it has the key */
     redisReply *token;    /* the key's value, when it has it */
     redisReply *error;    /* the error reply */
+    redisReply *clients;  /* its CLIENT LIST (an error reply when refused) */
 };
 
 /* One key on every master. */
@@ -122,7 +123,7 @@ struct ctl_redlock {
     struct ctl_master m[LW_ADMIN_MASTERS_MAX];
 };
 
-/* GET and PTTL of k on every master, into rl (free it with
+/* GET, PTTL and CLIENT LIST of k on every master, into rl (free it with
  * ctl_redlock_free() whatever this returns).  LW_OK or LW_ENOMEM. */
 int ctl_redlock_read(const struct ctl *c, const struct ctl_key *k,
                      struct ctl_redlock *rl);

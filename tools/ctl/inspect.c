@@ -151,6 +151,8 @@ static void print_waiters(struct ctl *c, const struct waiter *w, size_t n,
 
 /* What a key's server says of it and of its queue. */
 struct state {
+    struct lw_admin_holder holder; /* a mutex's: who took it from Redis */
+    int holder_known; /* the server listed its clients (CLIENT LIST) */
     struct lw_admin_names names;
     struct lw_admin_kind kind;
     int held;
@@ -180,8 +182,9 @@ static int shared_holders(const struct ctl *c, const struct ctl_key *k,
     return rc;
 }
 
-/* The key, its TTL, its queue, the server's clock and (for a key that
- * starts with the prefix) its fence counter, in one round trip: r[0..5). */
+/* The key, its TTL, its queue, the server's clock, its clients (whose
+ * names say who holds it) and (for a key that starts with the prefix) its
+ * fence counter, in one round trip: r[0..6). */
 static int query(const struct ctl *c, const struct ctl_key *k,
                  const struct state *st, redisReply **r)
 {
@@ -191,14 +194,12 @@ static int query(const struct ctl *c, const struct ctl_key *k,
     size_t klens[] = {3, k->len}, plens[] = {4, k->len};
     size_t zlens[] = {6, st->names.queuelen, 1, 2, 10}, tlens[] = {4};
     size_t flens[] = {3, st->names.fencelen};
-    struct lw_admin_cmd cmds[] = {{2, get, klens},
-                                  {2, pttl, plens},
-                                  {5, zr, zlens},
-                                  {1, tm, tlens},
-                                  {2, fget, flens}};
+    struct lw_admin_cmd cmds[] = {{2, get, klens},       {2, pttl, plens},
+                                  {5, zr, zlens},        {1, tm, tlens},
+                                  lw__admin_client_list, {2, fget, flens}};
 
     return lw__admin_send_key(&c->cfg, k->key, k->len, cmds,
-                              k->prefixed ? 5 : 4, r);
+                              k->prefixed ? 6 : 5, r);
 }
 
 /* Read query()'s replies into st: whose key it is (the kinds say; a key
@@ -217,14 +218,20 @@ static int read_state(const struct ctl *c, const struct ctl_key *k,
         }
         rc = shared_holders(c, k, st);
     }
+    /* r[4], CLIENT LIST, may be refused: then who holds is not known. */
     if (rc == LW_OK)
-        rc = ctl_reply_errors(r, 5);
+        rc = ctl_reply_errors(r, 4);
+    if (rc == LW_OK)
+        rc = ctl_reply_errors(r + 5, 1);
     if (rc != LW_OK)
         return rc;
     st->held =
         r[0] == NULL ? st->holders > 0 : r[0]->type == REDIS_REPLY_STRING;
+    if (st->held && r[0] != NULL && !(st->kind.flags & LW_ADMIN_KIND_SHARED))
+        st->holder_known =
+            lw__admin_holder(r[4], r[0]->str, r[0]->len, &st->holder) == LW_OK;
     ctl_reply_int(r[1], &st->ttl);
-    if (!ctl_reply_int(r[4], &st->fence)) /* NULL: not asked */
+    if (!ctl_reply_int(r[5], &st->fence)) /* NULL: not asked */
         st->fence = -1;
     if (r[3]->type == REDIS_REPLY_ARRAY && r[3]->elements == 2)
         st->now_us = strtoll(r[3]->element[0]->str, NULL, 10) * 1000000 +
@@ -233,6 +240,45 @@ static int read_state(const struct ctl *c, const struct ctl_key *k,
     if (rc == LW_OK && st->nw > 0)
         rc = check_alive(c, k, &st->names, st->w, st->nw);
     return rc;
+}
+
+/* "holder": the holder's connection (h NULL: not known, or no one
+ * holder: null). */
+static void put_holder_json(struct ctl *c, const struct lw_admin_holder *h)
+{
+    if (h == NULL) {
+        out_json_null(&c->j, "holder");
+        return;
+    }
+    out_json_open(&c->j, "holder", '{');
+    out_json_bool(&c->j, "connected", h->found);
+    if (h->found) {
+        out_json_bytes(&c->j, "host", h->host, strlen(h->host));
+        out_json_int(&c->j, "pid", h->pid);
+        out_json_int(&c->j, "thread", h->tid);
+        out_json_bytes(&c->j, "addr", h->addr, strlen(h->addr));
+        out_json_int(&c->j, "connected_s", h->age_s);
+        out_json_int(&c->j, "idle_s", h->idle_s);
+    }
+    out_json_close(&c->j, '}');
+}
+
+/* For people: who holds it (h NULL: not known). */
+static void print_holder(const struct lw_admin_holder *h, int known)
+{
+    if (!known) {
+        printf("holder   not known: the server did not list its clients "
+               "(CLIENT LIST)\n");
+    } else if (!h->found) {
+        printf("holder   not known: no connection of its thread is open "
+               "(its process ended,\n         or it is reconnecting)\n");
+    } else {
+        printf("holder   process %ld, thread %ld, on host ", h->pid, h->tid);
+        out_quoted(stdout, h->host, strlen(h->host));
+        printf("\n         (its connection from ");
+        out_text(stdout, h->addr, strlen(h->addr));
+        printf(" is open, idle %lld s)\n", h->idle_s);
+    }
 }
 
 static void print_json(struct ctl *c, const struct ctl_key *k,
@@ -251,6 +297,7 @@ static void print_json(struct ctl *c, const struct ctl_key *k,
         out_json_int(&c->j, "ttl_ms", st->ttl);
     else
         out_json_null(&c->j, "ttl_ms");
+    put_holder_json(c, st->holder_known ? &st->holder : NULL);
     out_json_open(&c->j, "fence", '{');
     out_json_null(&c->j, "holder");
     if (k->prefixed) {
@@ -304,6 +351,8 @@ static void print_text(struct ctl *c, const struct ctl_key *k,
 {
     print_head(c, k);
     print_held(st);
+    if (st->held && !(st->kind.flags & LW_ADMIN_KIND_SHARED))
+        print_holder(&st->holder, st->holder_known);
     print_fence(k, st);
     print_waiters(c, st->w, st->nw, st->now_us);
 }
@@ -312,7 +361,7 @@ static void print_text(struct ctl *c, const struct ctl_key *k,
 static int inspect_queue(struct ctl *c, const struct ctl_key *k)
 {
     struct state st = {.ttl = -2, .fence = -1, .holders = 1, .permits = -1};
-    redisReply *r[5] = {NULL};
+    redisReply *r[6] = {NULL};
     int rc = lw__admin_names(&c->cfg, k->key, k->len, k->prefix_len, &st.names);
 
     if (rc != LW_OK)
@@ -329,21 +378,43 @@ static int inspect_queue(struct ctl *c, const struct ctl_key *k)
     }
     if (rc < 0)
         ctl_error("inspect: %s", lw_strerror(rc));
-    lw__admin_replies_free(r, 5);
+    lw__admin_replies_free(r, 6);
     lw__admin_names_free(&st.names);
     free(st.w);
     return rc < 0 ? ctl_exit_for(rc) : rc;
 }
 
+/* Who holds a Redlock lock: its token's connection on the first master
+ * that holds it and lists it.  1 when some master listed its clients. */
+static int redlock_holder(const struct ctl_redlock *rl,
+                          struct lw_admin_holder *h)
+{
+    int known = 0;
+
+    memset(h, 0, sizeof *h);
+    for (int i = 0; i < rl->n && !h->found; i++) {
+        const struct ctl_master *m = &rl->m[i];
+        if (m->state == CTL_M_HELD && m->clients != NULL &&
+            lw__admin_holder(m->clients, m->token->str, m->token->len, h) ==
+                LW_OK)
+            known = 1;
+    }
+    return known;
+}
+
 static void print_redlock_json(struct ctl *c, const struct ctl_key *k,
                                const struct ctl_redlock *rl)
 {
+    struct lw_admin_holder h;
+    int known = rl->holders >= rl->quorum && redlock_holder(rl, &h);
+
     out_json_open(&c->j, NULL, '{');
     print_head(c, k);
     out_json_str(&c->j, "topology", "redlock");
     out_json_bool(&c->j, "held", rl->holders >= rl->quorum);
     out_json_int(&c->j, "holders", rl->holders);
     out_json_int(&c->j, "quorum", rl->quorum);
+    put_holder_json(c, known ? &h : NULL);
     out_json_null(&c->j, "fence");
     out_json_open(&c->j, "masters", '[');
     for (int i = 0; i < rl->n; i++) {
@@ -371,6 +442,11 @@ static void print_redlock_text(struct ctl *c, const struct ctl_key *k,
            "(quorum %d)\n",
            rl->holders >= rl->quorum ? "yes" : "no", rl->holders, rl->n,
            rl->quorum);
+    if (rl->holders >= rl->quorum) {
+        struct lw_admin_holder h;
+        int known = redlock_holder(rl, &h);
+        print_holder(&h, known);
+    }
     printf("fence    none: Redlock's masters give no fences\n");
     printf("masters\n");
     for (int i = 0; i < rl->n; i++) {

@@ -27,18 +27,22 @@ int ctl_majority(const char *const *tok, const size_t *len, int n, int *best)
     return most;
 }
 
-/* What master m says of k: GET and PTTL in one round trip. */
+/* What master m says of k: GET, PTTL and its clients (whose names say
+ * who holds it) in one round trip. */
 static void read_master(const struct ctl_key *k, struct ctl_master *m)
 {
     const char *get[] = {"GET", k->key}, *pttl[] = {"PTTL", k->key};
     size_t glens[] = {3, k->len}, plens[] = {4, k->len};
-    struct lw_admin_cmd cmds[] = {{2, get, glens}, {2, pttl, plens}};
-    redisReply *r[2] = {NULL, NULL};
+    struct lw_admin_cmd cmds[] = {
+        {2, get, glens}, {2, pttl, plens}, lw__admin_client_list};
+    redisReply *r[3] = {NULL, NULL, NULL};
 
     m->state = CTL_M_DOWN;
     m->ttl = -2;
-    if (lw__admin_send_to(m->url, &m->conn, cmds, 2, r) != LW_OK)
+    if (lw__admin_send_to(m->url, &m->conn, cmds, 3, r) != LW_OK)
         return;
+    m->clients = r[2];
+    r[2] = NULL;
     if (r[0]->type == REDIS_REPLY_ERROR) {
         m->state = CTL_M_ERROR;
         m->error = r[0];
@@ -97,7 +101,9 @@ void ctl_redlock_free(struct ctl_redlock *rl)
             freeReplyObject(m->token);
         if (m->error != NULL)
             freeReplyObject(m->error);
-        m->token = m->error = NULL;
+        if (m->clients != NULL)
+            freeReplyObject(m->clients);
+        m->token = m->error = m->clients = NULL;
         lw__admin_conn_free(m->conn);
         m->conn = NULL;
     }
