@@ -20,8 +20,10 @@
  * streams of the connections in the order they are opened (the guarded
  * thread's first; then, as it happens, the other masters', the cluster
  * nodes' and the watchdog's), separated by "|||"; "%PORT%" in them stands
- * for the fake server's TCP port.  Each stream starts with the answer to
- * the INFO every new connection sends (the seeds answer "+").  The fake server
+ * for the fake server's TCP port.  Each stream starts with the answers to
+ * what every new connection says first (net/handshake.c): CLIENT SETNAME,
+ * INFO memory and the ACL check (the seeds answer "+OK", "+" and "*0":
+ * named, no policy, nothing refused).  The fake server
  * writes a connection's whole stream at once and half-closes, so the runtime
  * reads replies, then EOF, instead of waiting for a timeout; short timeouts
  * (lw_config) bound the rest.
