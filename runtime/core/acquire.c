@@ -48,7 +48,7 @@
  */
 struct attempt {
     struct lw_target to; /* where the key's requests go */
-    struct lw_lease *l;
+    struct lw_hold *l;
     const lw_lock_opts *opts;
     uint64_t *fence;
     const char *set_argv[7], *incr_argv[2];
@@ -94,7 +94,7 @@ static char *concat_box(char *inl, const char *p, size_t plen, const char *q,
  * our mailbox's name; LW_OK or LW_ENOMEM. */
 static int alive_init(struct attempt *a)
 {
-    const struct lw_lease *l = a->l;
+    const struct lw_hold *l = a->l;
 
     if (a->alive != NULL)
         return LW_OK;
@@ -106,7 +106,7 @@ static int alive_init(struct attempt *a)
 
 static void attempt_init(struct attempt *a)
 {
-    const struct lw_lease *l = a->l;
+    const struct lw_hold *l = a->l;
     const char *set[] = {"SET", l->key,        l->token, "NX",
                          "PX",  l->expire_str, "GET"};
     size_t setl[] = {
@@ -128,7 +128,7 @@ static void attempt_init(struct attempt *a)
  * expire, which is all lw__queue_acquire counts on. */
 static int try_verdict(struct attempt *a, redisReply **r)
 {
-    const struct lw_lease *l = a->l;
+    const struct lw_hold *l = a->l;
     redisReply *prev = r[0];
 
     if (r[1]->type != REDIS_REPLY_INTEGER)
@@ -229,7 +229,7 @@ static int64_t next_sleep_us(const struct attempt *a, int mailbox,
  * the JOIN_... above. */
 static int enqueue(struct attempt *a, const char *join, int64_t *ttl_ms)
 {
-    struct lw_lease *l = a->l;
+    struct lw_hold *l = a->l;
     const struct lw_names *n = a->names;
     char qttl[LW_FMT_U64_MAX];
     const char *argv[11];
@@ -507,17 +507,17 @@ static _Thread_local struct {
     int64_t until_us;
 } hot;
 
-static uint64_t key_hash(const struct lw_lease *l)
+static uint64_t key_hash(const struct lw_hold *l)
 {
     return lw__hash_bytes(l->key, l->keylen);
 }
 
-static int hot_key(const struct lw_lease *l, int64_t now_us)
+static int hot_key(const struct lw_hold *l, int64_t now_us)
 {
     return now_us < hot.until_us && hot.hash == key_hash(l);
 }
 
-int lw__queue_acquire(struct lw_lease *l, const lw_lock_opts *opts,
+int lw__queue_acquire(struct lw_hold *l, const lw_lock_opts *opts,
                       uint64_t *fence)
 {
     char alivebuf[NAME_INLINE]; /* not in a: no need to zero it */

@@ -4,7 +4,7 @@
 #include <lockweave.h>
 #include <stdint.h>
 
-#include "core/lease.h"
+#include "core/hold.h"
 
 /*
  * How locks are taken, kept and given back on one kind of deployment: the
@@ -13,26 +13,26 @@
  * and the watchdog see only this.
  */
 struct lw_backend {
-    /* Take l (from lw__lease_init()), waiting up to opts->wait_ms.  LW_OK
+    /* Take l (from lw__hold_init()), waiting up to opts->wait_ms.  LW_OK
      * with l->token, l->valid_until_ms and *fence set, or why not. */
-    int (*acquire)(struct lw_lease *l, const lw_lock_opts *opts,
+    int (*acquire)(struct lw_hold *l, const lw_lock_opts *opts,
                    uint64_t *fence);
     /* Give l back (its watchdog renewals already stopped): LW_OK, or
      * LW_ELOST when it was not ours any more. */
-    int (*release)(struct lw_lease *l);
+    int (*release)(struct lw_hold *l);
     /* Renew v[0..n) (watchdog thread): results[i] LW_OK renewed, LW_ELOST
      * not ours any more, another code when no usable answer came. */
-    void (*renew)(struct lw_lease *const *v, int n, int *results);
+    void (*renew)(struct lw_hold *const *v, int n, int *results);
     /* While l is held: n more fences for the key, *first the lowest, all
      * above the holder's and below the next holder's (sections handed on
      * inside the process, cohort.c), minted only if the key is still ours
      * in Redis: LW_ELOST when it is not.  NULL: no fences (lw_fence() is
      * 0). */
-    int (*fences)(struct lw_lease *l, uint32_t n, uint64_t *first);
+    int (*fences)(struct lw_hold *l, uint32_t n, uint64_t *first);
     /* Is l, a mutex's lease, still ours in Redis right now?  LW_OK, LW_ELOST
      * (gone, or another owner's), or another code when no usable answer
      * came.  What a section handed on inside the process ends with. */
-    int (*check)(struct lw_lease *l);
+    int (*check)(struct lw_hold *l);
     /* Callers wait in a queue in Redis, which a release hands the key on
      * from: a caller may ask while a release is on its way.  0 (Redlock):
      * it would only find the key still held there. */

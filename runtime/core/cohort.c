@@ -70,9 +70,9 @@ enum { W_WAITING, W_HANDED, W_LEAD };
 struct waiter {
     struct waiter *next;
     pthread_cond_t cv;
-    int state;              /* W_...; changed under tab.mu only */
-    struct lw_lease *lease; /* the waiter's: a hand-off fills it in */
-    uint64_t fence;         /* set with W_HANDED */
+    int state;             /* W_...; changed under tab.mu only */
+    struct lw_hold *lease; /* the waiter's: a hand-off fills it in */
+    uint64_t fence;        /* set with W_HANDED */
 };
 
 /* A key that threads of this process hold or wait for; freed by the last. */
@@ -107,7 +107,7 @@ static struct {
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-static int takes_part(const struct lw_lease *l)
+static int takes_part(const struct lw_hold *l)
 {
     return l->cfg->local_handoffs > 0 && (l->kind->flags & LW_KIND_HANDOFF) &&
            l->hold_ms == 0;
@@ -145,13 +145,13 @@ static void init(void)
     lw__gate_on_close(wake_all);
 }
 
-static uint64_t hash_of(const struct lw_lease *l)
+static uint64_t hash_of(const struct lw_hold *l)
 {
     return lw__hash_bytes(l->key, l->keylen) ^ (uintptr_t)l->cfg;
 }
 
 /* l's cohort (h: hash_of(l)), NULL if none.  Under tab.mu. */
-static struct lw_cohort *find(const struct lw_lease *l, uint64_t h)
+static struct lw_cohort *find(const struct lw_hold *l, uint64_t h)
 {
     struct lw_cohort *c = tab.bucket[h % BUCKETS];
 
@@ -164,7 +164,7 @@ static struct lw_cohort *find(const struct lw_lease *l, uint64_t h)
 
 /* l's cohort, made if needed, with one more user; NULL out of memory.
  * Under tab.mu. */
-static struct lw_cohort *join(const struct lw_lease *l)
+static struct lw_cohort *join(const struct lw_hold *l)
 {
     uint64_t h = hash_of(l);
     struct lw_cohort *c = find(l, h), **pp = &tab.bucket[h % BUCKETS];
@@ -249,7 +249,7 @@ static void pass_lead(struct lw_cohort *c)
 
 /* Take l from Redis for this process (we lead c).  On failure the next
  * waiter tries in turn, for itself: each caller learns its own answer. */
-static int lead(struct lw_cohort *c, struct lw_lease *l,
+static int lead(struct lw_cohort *c, struct lw_hold *l,
                 const lw_lock_opts *opts, uint64_t *fence)
 {
     int rc = lw__gate_closing() ? LW_ESHUTDOWN : l->be->acquire(l, opts, fence);
@@ -266,7 +266,7 @@ static int lead(struct lw_cohort *c, struct lw_lease *l,
 /* Wait on c's list (we joined c, tab.mu held, and c is led) until handed the
  * lock (*handed set), asked to lead, or out of time.  Returns with tab.mu
  * released. */
-static int wait_here(struct lw_cohort *c, struct lw_lease *l,
+static int wait_here(struct lw_cohort *c, struct lw_hold *l,
                      const lw_lock_opts *opts, uint64_t *fence, int *handed)
 {
     int64_t start_us = lw__now_us(),
@@ -318,7 +318,7 @@ static int wait_here(struct lw_cohort *c, struct lw_lease *l,
  * fence and how long the call took (since start_us), or why it failed.
  * Said here, where every backend's acquisition passes and a hand-off
  * between threads is known. */
-static void tell_acquired(const struct lw_lease *l, int rc, int handed,
+static void tell_acquired(const struct lw_hold *l, int rc, int handed,
                           uint64_t fence, int64_t start_us)
 {
     int64_t us = lw__now_us() - start_us;
@@ -339,7 +339,7 @@ static void tell_acquired(const struct lw_lease *l, int rc, int handed,
                 (long long)(us % 1000));
 }
 
-int lw__cohort_acquire(struct lw_lease *l, const lw_lock_opts *opts,
+int lw__cohort_acquire(struct lw_hold *l, const lw_lock_opts *opts,
                        uint64_t *fence)
 {
     /* The clock is read only for a debug line: none on the quiet path. */
@@ -382,9 +382,9 @@ out:
  * keeps the key for the rest of a minimum hold (as the backend's release
  * is told).  Never inlined: the quiet path then saves no registers for a
  * line it does not write. */
-__attribute__((noinline)) static int release_told(struct lw_lease *l)
+__attribute__((noinline)) static int release_told(struct lw_hold *l)
 {
-    int64_t hold_ms = lw__lease_hold_left_ms(l);
+    int64_t hold_ms = lw__hold_left_ms(l);
     int rc = l->be->release(l);
 
     if (hold_ms > 0 && rc == LW_OK)
@@ -401,7 +401,7 @@ __attribute__((noinline)) static int release_told(struct lw_lease *l)
 
 /* Give l back through Redis, unless lw_shutdown() did already (then its
  * configuration is gone, and l is lost to its holder). */
-static int release(struct lw_lease *l)
+static int release(struct lw_hold *l)
 {
     if (__atomic_load_n(&l->ended, __ATOMIC_ACQUIRE))
         return LW_ELOST;
@@ -413,12 +413,11 @@ static int release(struct lw_lease *l)
 /* May the first waiter of c be handed the lock that l holds, with no round
  * trip?  (l's configuration is not gone: lw_shutdown() closes the gate
  * before it frees one, and ends leases after.) */
-static int may_hand(const struct lw_cohort *c, const struct lw_lease *l)
+static int may_hand(const struct lw_cohort *c, const struct lw_hold *l)
 {
     return c->head != NULL && !lw__gate_closing() &&
-           !__atomic_load_n(&l->ended, __ATOMIC_ACQUIRE) &&
-           !lw__lease_lost(l) && !c->run_lost &&
-           c->run <= (unsigned)l->cfg->local_handoffs &&
+           !__atomic_load_n(&l->ended, __ATOMIC_ACQUIRE) && !lw__hold_lost(l) &&
+           !c->run_lost && c->run <= (unsigned)l->cfg->local_handoffs &&
            l->valid_until_ms - lw__now_ms() >=
                (int64_t)c->head->lease->expire_ms * 3 / 4;
 }
@@ -431,7 +430,7 @@ static int may_hand(const struct lw_cohort *c, const struct lw_lease *l)
  * increase.  Under tab.mu, released during the round trip.  LW_OK: minted,
  * and the key held l's token after l's section ended; LW_ELOST: it did
  * not; another code: no answer (l goes back through Redis). */
-static int mint_fences(struct lw_cohort *c, struct lw_lease *l)
+static int mint_fences(struct lw_cohort *c, struct lw_hold *l)
 {
     uint32_t n = (uint32_t)l->cfg->local_handoffs + 1 - c->run;
     uint64_t first;
@@ -451,7 +450,7 @@ static int mint_fences(struct lw_cohort *c, struct lw_lease *l)
 
 /* Hand l on to the first waiter of c (may_hand() said so): its token and
  * validity, and a fence of the run's.  Under tab.mu. */
-static void hand_on(struct lw_cohort *c, const struct lw_lease *l)
+static void hand_on(struct lw_cohort *c, const struct lw_hold *l)
 {
     struct waiter *w = pop(c);
 
@@ -480,7 +479,7 @@ static void hand_on(struct lw_cohort *c, const struct lw_lease *l)
  * Redis waits until every ended section's check is answered.  Under
  * tab.mu.
  */
-static int check_handed(struct lw_cohort *c, struct lw_lease *l)
+static int check_handed(struct lw_cohort *c, struct lw_hold *l)
 {
     uint64_t ticket = ++c->ended;
 
@@ -511,23 +510,23 @@ static int check_handed(struct lw_cohort *c, struct lw_lease *l)
 
 /* The verdict on a section that handed the lock on: check is what Redis
  * said of the key after the section ended. */
-static int handed_verdict(struct lw_lease *l, int check)
+static int handed_verdict(struct lw_hold *l, int check)
 {
     char why[96];
 
     if (check == LW_OK)
-        return lw__lease_lost(l) ? LW_ELOST : LW_OK;
+        return lw__hold_lost(l) ? LW_ELOST : LW_OK;
     if (check == LW_ELOST)
-        return lw__lease_lose(l, LW_LOST_GONE,
-                              "the key was gone or another owner's when it "
-                              "was handed to another thread");
+        return lw__hold_lose(l, LW_LOST_GONE,
+                             "the key was gone or another owner's when it "
+                             "was handed to another thread");
     snprintf(why, sizeof why,
              "Redis did not confirm it was held when handed on (%s)",
              lw_strerror(check));
-    return lw__lease_lose(l, LW_LOST_NO_REPLY, why);
+    return lw__hold_lose(l, LW_LOST_NO_REPLY, why);
 }
 
-int lw__cohort_release(struct lw_lease *l)
+int lw__cohort_release(struct lw_hold *l)
 {
     struct lw_cohort *c = l->cohort;
     int released, rc = LW_OK, checked = 0;

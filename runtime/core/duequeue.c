@@ -37,7 +37,7 @@ static void heap_down(struct lw_duequeue *q, int i)
     }
 }
 
-static int heap_push(struct lw_duequeue *q, struct lw_lease *l)
+static int heap_push(struct lw_duequeue *q, struct lw_hold *l)
 {
     if (q->n == q->cap) {
         int cap = q->cap ? q->cap * 2 : 64;
@@ -54,7 +54,7 @@ static int heap_push(struct lw_duequeue *q, struct lw_lease *l)
     return LW_OK;
 }
 
-static void heap_remove(struct lw_duequeue *q, struct lw_lease *l)
+static void heap_remove(struct lw_duequeue *q, struct lw_hold *l)
 {
     int i = l->heap_idx;
 
@@ -70,7 +70,7 @@ static void heap_remove(struct lw_duequeue *q, struct lw_lease *l)
 /* The FIFO for leases of l's length, created on first use; NULL when all
  * LW_DQ_FIFOS are taken by other lengths. */
 static struct lw_dq_fifo *fifo_for(struct lw_duequeue *q,
-                                   const struct lw_lease *l)
+                                   const struct lw_hold *l)
 {
     for (int i = 0; i < q->nfifos; i++)
         if (q->fifos[i].expire_ms == l->expire_ms)
@@ -82,7 +82,7 @@ static struct lw_dq_fifo *fifo_for(struct lw_duequeue *q,
     return &q->fifos[q->nfifos++];
 }
 
-int lw__dq_add(struct lw_duequeue *q, struct lw_lease *l)
+int lw__dq_add(struct lw_duequeue *q, struct lw_hold *l)
 {
     struct lw_dq_fifo *f = l->renews_left != 0 ? fifo_for(q, l) : NULL;
 
@@ -101,7 +101,7 @@ int lw__dq_add(struct lw_duequeue *q, struct lw_lease *l)
     return LW_OK;
 }
 
-void lw__dq_remove(struct lw_duequeue *q, struct lw_lease *l)
+void lw__dq_remove(struct lw_duequeue *q, struct lw_hold *l)
 {
     struct lw_dq_fifo *f;
 
@@ -123,19 +123,19 @@ void lw__dq_remove(struct lw_duequeue *q, struct lw_lease *l)
     l->fifo = -1;
 }
 
-struct lw_lease *lw__dq_earliest(const struct lw_duequeue *q)
+struct lw_hold *lw__dq_earliest(const struct lw_duequeue *q)
 {
-    struct lw_lease *best = q->n ? q->heap[0].lease : NULL;
+    struct lw_hold *best = q->n ? q->heap[0].lease : NULL;
 
     for (int i = 0; i < q->nfifos; i++) {
-        struct lw_lease *h = q->fifos[i].head;
+        struct lw_hold *h = q->fifos[i].head;
         if (h != NULL && (best == NULL || h->due_ms < best->due_ms))
             best = h;
     }
     return best;
 }
 
-void lw__dq_clear(struct lw_duequeue *q, void (*fn)(struct lw_lease *, void *),
+void lw__dq_clear(struct lw_duequeue *q, void (*fn)(struct lw_hold *, void *),
                   void *arg)
 {
     for (int i = 0; i < q->n; i++) {
@@ -145,7 +145,7 @@ void lw__dq_clear(struct lw_duequeue *q, void (*fn)(struct lw_lease *, void *),
     }
     q->n = 0;
     for (int i = 0; i < q->nfifos; i++) {
-        struct lw_lease *l = q->fifos[i].head, *next;
+        struct lw_hold *l = q->fifos[i].head, *next;
         for (; l != NULL; l = next) {
             next = l->next;
             l->fifo = -1;

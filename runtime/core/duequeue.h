@@ -3,7 +3,7 @@
 
 #include <stdint.h>
 
-#include "core/lease.h"
+#include "core/hold.h"
 
 /*
  * The watchdog's schedule: held leases ordered by their next event
@@ -20,12 +20,12 @@
  * and never follows a pointer into a lease on some thread's stack. */
 struct lw_dq_entry {
     int64_t due_ms;
-    struct lw_lease *lease;
+    struct lw_hold *lease;
 };
 
 struct lw_dq_fifo {
     uint32_t expire_ms;
-    struct lw_lease *head, *tail;
+    struct lw_hold *head, *tail;
 };
 
 struct lw_duequeue {
@@ -36,16 +36,16 @@ struct lw_duequeue {
 };
 
 /* Queue l for l->due_ms.  LW_OK or LW_ENOMEM (l is then not queued). */
-int lw__dq_add(struct lw_duequeue *q, struct lw_lease *l);
+int lw__dq_add(struct lw_duequeue *q, struct lw_hold *l);
 
 /* Take l out, wherever it is; nothing if it is not queued. */
-void lw__dq_remove(struct lw_duequeue *q, struct lw_lease *l);
+void lw__dq_remove(struct lw_duequeue *q, struct lw_hold *l);
 
 /* The lease due first, or NULL when none is queued. */
-struct lw_lease *lw__dq_earliest(const struct lw_duequeue *q);
+struct lw_hold *lw__dq_earliest(const struct lw_duequeue *q);
 
 /* Take every lease out, calling fn(l, arg) on each when fn is not NULL. */
-void lw__dq_clear(struct lw_duequeue *q, void (*fn)(struct lw_lease *, void *),
+void lw__dq_clear(struct lw_duequeue *q, void (*fn)(struct lw_hold *, void *),
                   void *arg);
 
 /* Free the heap's array; q is empty and usable again. */

@@ -115,7 +115,7 @@ static int check(const struct lw_gimpl *g)
 
 /* Stop renewing first: a renewal in flight after the release could
  * otherwise extend a key someone else just created. */
-static int give_back(struct lw_lease *l)
+static int give_back(struct lw_hold *l)
 {
     lw__watchdog_remove(l);
     return lw__cohort_release(l);
@@ -136,14 +136,14 @@ static int acquire(struct lw_gimpl *g)
     rc = cfg->error;
     if (rc != LW_OK)
         goto out;
-    lw__lease_init(&g->lease, lw__backend_for(cfg), cfg, g->key, g->keylen,
-                   g->key_start, &g->opts);
+    lw__hold_init(&g->lease, lw__backend_for(cfg), cfg, g->key, g->keylen,
+                  g->key_start, &g->opts);
     rc = lw__cohort_acquire(&g->lease, &g->opts, &g->fence);
     held = rc == LW_OK;
     if (held)
         rc = lw__gate_closing() ? LW_ESHUTDOWN : lw__watchdog_add(&g->lease);
     if (held && rc == LW_OK)
-        lw__lease_acquired(&g->lease); /* a lock given back below is not
+        lw__hold_acquired(&g->lease); /* a lock given back below is not
                                           held at least for anything */
     if (held && rc != LW_OK)
         give_back(&g->lease);
@@ -220,7 +220,7 @@ static int owner_status(const struct lw_gimpl *o)
 {
     if (o->fork_gen != lw__fork_gen)
         return LW_EFORKED;
-    return lw__lease_lost(&o->lease) ? LW_ELOST : LW_OK;
+    return lw__hold_lost(&o->lease) ? LW_ELOST : LW_OK;
 }
 
 int lw_guard_leave(lw_guard *gu)
@@ -340,7 +340,7 @@ uint64_t lw_fence_of(const void *key, size_t keylen)
 int lw_still_held(void)
 {
     struct lw_gimpl *top = lw__thread()->top;
-    const struct lw_lease *l;
+    const struct lw_hold *l;
 
     if (top == NULL || owner_status(top->owner) != LW_OK)
         return 0;

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/lease.h"
+#include "core/hold.h"
 
 /* Longest key accepted (prefix included): a lock key past this is a bug in
  * the template, not a name anyone meant. */
@@ -31,7 +31,7 @@ struct lw_gimpl {
     struct lw_gimpl *outer; /* next guard out on this thread */
     struct lw_gimpl *owner; /* the guard that holds the Redis lock */
     uint64_t fence;
-    struct lw_lease lease;
+    struct lw_hold lease;
     char inline_key[LW_GUARD_INLINE_KEY];
 };
 

@@ -24,7 +24,7 @@
  * whose fence is minted only once the key has left our token.  A replayed
  * script leaves a gap only.
  */
-int lw__queue_fences(struct lw_lease *l, uint32_t n, uint64_t *first)
+int lw__queue_fences(struct lw_hold *l, uint32_t n, uint64_t *first)
 {
     struct lw_names names;
     struct lw_target to;
@@ -66,7 +66,7 @@ int lw__queue_fences(struct lw_lease *l, uint32_t n, uint64_t *first)
 /* Does the key still hold l's token?  A plain GET, or in a slot being
  * migrated (ASK: a plain command is not followed) one script.  A mutex's
  * lease only: cohorts carry no other. */
-int lw__queue_check(struct lw_lease *l)
+int lw__queue_check(struct lw_hold *l)
 {
     const char *argv[] = {"GET", l->key, l->token};
     size_t lens[] = {3, l->keylen, (size_t)l->toklen};

@@ -17,7 +17,7 @@
  * with its scripts beside it; runtime/README.md says how a new one is
  * added.
  */
-struct lw_lease;
+struct lw_hold;
 struct lw_names;
 
 /* What a kind is and allows (lw_kind.flags). */
@@ -56,13 +56,13 @@ struct lw_kind {
     struct lw_script *renew;
     /* Renew l alone (the watchdog's thread): LW_OK, LW_ELOST, or LW_EREDIS
      * when no usable answer came.  NULL when renew is set. */
-    int (*renew_one)(const struct lw_lease *l);
+    int (*renew_one)(const struct lw_hold *l);
     /* Give l back (hold_ms 0, the next waiter told) or keep it hold_ms
      * longer (the rest of a minimum hold), following redirections until
      * deadline_us: LW_OK with *r an integer reply the caller frees — 1
      * released, 2 released by an earlier run of this release, 0 gone, -1
      * another owner's — or an error. */
-    int (*release)(const struct lw_lease *l, const struct lw_names *n,
+    int (*release)(const struct lw_hold *l, const struct lw_names *n,
                    int64_t hold_ms, int64_t deadline_us, redisReply **r,
                    int *replayed);
     /* lockweave-ctl: does a lock key whose GET was answered so hold a lock

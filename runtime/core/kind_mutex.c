@@ -12,7 +12,7 @@
 #include "base/result.h"
 #include "core/keynames.h"
 #include "core/kind.h"
-#include "core/lease.h"
+#include "core/hold.h"
 #include "core/lua.h"
 #include "core/queue.h"
 #include "core/release.h"
@@ -207,7 +207,7 @@ int lw__release_send(const struct lw_settings *s, const char *key,
 /* Given back through the queue, or, within a minimum hold, kept: the key
  * keeps our token until the hold ends, with no hand-off (waiters' polls are
  * timed by the key's TTL, so the first of them takes it when it ends). */
-static int release(const struct lw_lease *l, const struct lw_names *n,
+static int release(const struct lw_hold *l, const struct lw_names *n,
                    int64_t hold_ms, int64_t deadline_us, redisReply **r,
                    int *replayed)
 {

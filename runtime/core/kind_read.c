@@ -15,7 +15,7 @@
 #include "base/result.h"
 #include "core/keynames.h"
 #include "core/kind.h"
-#include "core/lease.h"
+#include "core/hold.h"
 #include "core/lua.h"
 #include "core/queue.h"
 #include "core/release.h"
@@ -202,7 +202,7 @@ struct lw_script lw__script_rw_mark = LW_SCRIPT_INIT(rw_mark_lua);
 
 /* The key alone (rw_mark_lua): does it hold the readers' mark, kept at
  * least ms longer ("0": only look), or freed ("free")? */
-static int mark(const struct lw_lease *l, const struct lw_names *n,
+static int mark(const struct lw_hold *l, const struct lw_names *n,
                 const char *ms, int64_t deadline_us, redisReply **r,
                 int *replayed)
 {
@@ -224,7 +224,7 @@ static int mark(const struct lw_lease *l, const struct lw_names *n,
  * the lock was ours after the section.  Then, if ours was the last entry,
  * the key is freed.  *r as the release script's (1, 2 or 0).
  */
-static int release_split(const struct lw_lease *l, const struct lw_names *n,
+static int release_split(const struct lw_hold *l, const struct lw_names *n,
                          const char *ms, int64_t deadline_us, redisReply **r,
                          int *replayed)
 {
@@ -260,7 +260,7 @@ static int release_split(const struct lw_lease *l, const struct lw_names *n,
     return LW_OK;
 }
 
-static int release(const struct lw_lease *l, const struct lw_names *n,
+static int release(const struct lw_hold *l, const struct lw_names *n,
                    int64_t hold_ms, int64_t deadline_us, redisReply **r,
                    int *replayed)
 {
@@ -270,7 +270,7 @@ static int release(const struct lw_lease *l, const struct lw_names *n,
 
 /* A reader alone: its readers' set is a second key.  LW_OK, LW_ELOST, or
  * LW_EREDIS when no usable answer came. */
-static int renew_one(const struct lw_lease *l)
+static int renew_one(const struct lw_hold *l)
 {
     int64_t deadline_us = lw__now_us() + LW_RENEW_TRY_MS * 1000;
     struct lw_names n;

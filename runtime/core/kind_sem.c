@@ -13,7 +13,7 @@
 #include "base/result.h"
 #include "core/keynames.h"
 #include "core/kind.h"
-#include "core/lease.h"
+#include "core/hold.h"
 #include "core/lua.h"
 #include "core/release.h"
 #include "core/scripts.h"
@@ -151,7 +151,7 @@ struct lw_script lw__script_sem_renew = LW_SCRIPT_INIT(sem_renew_lua);
 struct lw_script lw__script_sem_leave = LW_SCRIPT_INIT(sem_leave_lua);
 
 /* By the semaphore's key alone, always on one node (sem_leave_lua). */
-static int release_split(const struct lw_lease *l, const struct lw_names *n,
+static int release_split(const struct lw_hold *l, const struct lw_names *n,
                          const char *hold, int64_t deadline_us, redisReply **r,
                          int *replayed)
 {
@@ -162,7 +162,7 @@ static int release_split(const struct lw_lease *l, const struct lw_names *n,
                            deadline_us, r, replayed);
 }
 
-static int release(const struct lw_lease *l, const struct lw_names *n,
+static int release(const struct lw_hold *l, const struct lw_names *n,
                    int64_t hold_ms, int64_t deadline_us, redisReply **r,
                    int *replayed)
 {

@@ -5,7 +5,7 @@
 #include <lockweave.h>
 #include <stdint.h>
 
-#include "core/lease.h"
+#include "core/hold.h"
 
 /*
  * The queue backend: one server or a Redis Cluster, waiters queued fairly
@@ -18,17 +18,17 @@ struct lw_names;
  * the watchdog's round goes on to the other leases after it. */
 #define LW_RENEW_TRY_MS 250
 
-int lw__queue_acquire(struct lw_lease *l, const lw_lock_opts *opts,
+int lw__queue_acquire(struct lw_hold *l, const lw_lock_opts *opts,
                       uint64_t *fence);
-int lw__queue_release(struct lw_lease *l);
-void lw__queue_renew(struct lw_lease *const *v, int n, int *results);
-int lw__queue_fences(struct lw_lease *l, uint32_t n, uint64_t *first);
-int lw__queue_check(struct lw_lease *l);
+int lw__queue_release(struct lw_hold *l);
+void lw__queue_renew(struct lw_hold *const *v, int n, int *results);
+int lw__queue_fences(struct lw_hold *l, uint32_t n, uint64_t *first);
+int lw__queue_check(struct lw_hold *l);
 
 /* The release script for l's token (names: its companion keys), following
  * cluster redirections until deadline_us.  LW_OK with *r the reply (caller
  * frees). */
-int lw__queue_release_script(const struct lw_lease *l,
+int lw__queue_release_script(const struct lw_hold *l,
                              const struct lw_names *names, int64_t deadline_us,
                              redisReply **r, int *replayed);
 

@@ -60,7 +60,7 @@ static int64_t round_deadline(const struct lw_settings *cfg, uint32_t cap_ms)
 /* The REDLOCK script on the masters in mask: set l's TTL to ttl (a
  * decimal string: a renewal, or what is left of a minimum hold), or delete
  * it (ttl NULL).  Votes: 1 done, 0 no key, -1 another owner's. */
-static void compare_and(struct lw_masters *m, const struct lw_lease *l,
+static void compare_and(struct lw_masters *m, const struct lw_hold *l,
                         const char *ttl, unsigned mask, struct lw_vote *votes)
 {
     const char *argv[] = {l->key, l->token, ttl};
@@ -93,7 +93,7 @@ static void count_script(const struct lw_masters *m, const struct lw_vote *v,
     }
 }
 
-static int is_token(const redisReply *r, const struct lw_lease *l)
+static int is_token(const redisReply *r, const struct lw_hold *l)
 {
     return r->type == REDIS_REPLY_STRING && r->len == (size_t)l->toklen &&
            memcmp(r->str, l->token, r->len) == 0;
@@ -105,7 +105,7 @@ static int is_token(const redisReply *r, const struct lw_lease *l)
  * went out on an earlier one, which this WAIT would not cover).  True when a
  * quorum of them reached enough replicas in time.
  */
-static int replicated(struct lw_masters *m, const struct lw_lease *l,
+static int replicated(struct lw_masters *m, const struct lw_hold *l,
                       unsigned granted)
 {
     const struct lw_settings *cfg = l->cfg;
@@ -141,7 +141,7 @@ static int replicated(struct lw_masters *m, const struct lw_lease *l,
  * for replicas a quorum of masters could not confirm.  GET returns our own
  * token when a replayed SET finds the first one's work.
  */
-static int vote_round(struct lw_masters *m, struct lw_lease *l)
+static int vote_round(struct lw_masters *m, struct lw_hold *l)
 {
     uint32_t expire = l->expire_ms;
     const char *argv[] = {"SET", l->key,        l->token, "NX",
@@ -186,7 +186,7 @@ static int vote_round(struct lw_masters *m, struct lw_lease *l)
     return rc == LW_OK ? LW_R_BUSY : rc; /* granted too slowly: again */
 }
 
-int lw__redlock_acquire(struct lw_lease *l, const lw_lock_opts *opts,
+int lw__redlock_acquire(struct lw_hold *l, const lw_lock_opts *opts,
                         uint64_t *fence)
 {
     /* Jittered and growing, so clients that split the vote do not collide
@@ -243,12 +243,12 @@ int lw__redlock_acquire(struct lw_lease *l, const lw_lock_opts *opts,
     return rc;
 }
 
-int lw__redlock_release(struct lw_lease *l)
+int lw__redlock_release(struct lw_hold *l)
 {
     struct lw_vote v[LW_ENDPOINTS_MAX];
     struct lw_masters *m;
     int valid = lw__now_ms() < l->valid_until_ms, done = 0, not_ours = 0;
-    int64_t hold_ms = valid ? lw__lease_hold_left_ms(l) : 0;
+    int64_t hold_ms = valid ? lw__hold_left_ms(l) : 0;
     char ttl[24], why[96];
 
     /* Within a minimum hold the keys stay ours until it ends. */
@@ -258,11 +258,11 @@ int lw__redlock_release(struct lw_lease *l)
         count_script(m, v, &done, &not_ours);
         lw__votes_free(v, m->n);
         if (done >= m->quorum)
-            return lw__lease_lost(l) ? LW_ELOST : LW_OK;
+            return lw__hold_lost(l) ? LW_ELOST : LW_OK;
         if (not_ours > m->n - m->quorum) {
             snprintf(why, sizeof why, "not ours on %d of %d masters", not_ours,
                      m->n);
-            return lw__lease_lose(l, LW_LOST_GONE, why);
+            return lw__hold_lose(l, LW_LOST_GONE, why);
         }
     }
     /* As in single-server mode: a section is LW_OK only when a quorum
@@ -271,13 +271,13 @@ int lw__redlock_release(struct lw_lease *l)
              "the release was confirmed on %d masters, not a quorum; the "
              "keys end by their TTL",
              done);
-    return lw__lease_lose(l, LW_LOST_NO_REPLY, why);
+    return lw__hold_lose(l, LW_LOST_NO_REPLY, why);
 }
 
 /* Renew l on every master: LW_OK on a quorum, LW_ELOST when a quorum is
  * out of reach (the lock is someone else's, or gone), LW_EREDIS when too
  * few answered to tell. */
-static int renew_one(struct lw_lease *l)
+static int renew_one(struct lw_hold *l)
 {
     struct lw_vote v[LW_ENDPOINTS_MAX];
     struct lw_masters *m;
@@ -293,7 +293,7 @@ static int renew_one(struct lw_lease *l)
     return not_ours > m->n - m->quorum ? LW_ELOST : LW_EREDIS;
 }
 
-void lw__redlock_renew(struct lw_lease *const *v, int n, int *results)
+void lw__redlock_renew(struct lw_hold *const *v, int n, int *results)
 {
     for (int i = 0; i < n; i++)
         results[i] = renew_one(v[i]);
@@ -301,7 +301,7 @@ void lw__redlock_renew(struct lw_lease *const *v, int n, int *results)
 
 /* A section handed on inside the process ends: is the lock still ours on a
  * quorum?  One GET per master, compared here. */
-int lw__redlock_check(struct lw_lease *l)
+int lw__redlock_check(struct lw_hold *l)
 {
     const char *argv[] = {"GET", l->key};
     size_t lens[] = {3, l->keylen};

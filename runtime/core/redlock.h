@@ -4,7 +4,7 @@
 #include <lockweave.h>
 #include <stdint.h>
 
-#include "core/lease.h"
+#include "core/hold.h"
 
 /*
  * The Redlock backend, over the independent masters of LOCKWEAVE_REDIS_URL
@@ -13,10 +13,10 @@
  * The fence is always 0: a fence has no safe meaning across independent
  * masters.
  */
-int lw__redlock_acquire(struct lw_lease *l, const lw_lock_opts *opts,
+int lw__redlock_acquire(struct lw_hold *l, const lw_lock_opts *opts,
                         uint64_t *fence);
-int lw__redlock_release(struct lw_lease *l);
-void lw__redlock_renew(struct lw_lease *const *v, int n, int *results);
-int lw__redlock_check(struct lw_lease *l);
+int lw__redlock_release(struct lw_hold *l);
+void lw__redlock_renew(struct lw_hold *const *v, int n, int *results);
+int lw__redlock_check(struct lw_hold *l);
 
 #endif

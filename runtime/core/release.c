@@ -28,12 +28,12 @@
  * used up the watchdog would have declared it lost at that moment had it
  * had its turn: the same answer whichever thread gets there first.
  */
-static int release_verdict(struct lw_lease *l, long long result, int ran_out)
+static int release_verdict(struct lw_hold *l, long long result, int ran_out)
 {
     const char *why;
 
     if (result == 1 || result == 2) {
-        if (lw__lease_lost(l))
+        if (lw__hold_lost(l))
             return LW_ELOST; /* the watchdog said so, and logged it */
         if (!ran_out)
             return LW_OK;
@@ -41,7 +41,7 @@ static int release_verdict(struct lw_lease *l, long long result, int ran_out)
     }
     why = result == 0 ? "the key was gone (expired, removed or evicted)"
                       : "another owner holds it";
-    return lw__lease_lose(l, LW_LOST_GONE, why);
+    return lw__hold_lose(l, LW_LOST_GONE, why);
 }
 
 /* How long a release's receipt lasts: past the retry of a release whose
@@ -82,7 +82,7 @@ void lw__release_args(struct lw_release_args *a, const struct lw_settings *s,
     a->nargs = i - a->nkeys;
 }
 
-int lw__release_with(const struct lw_lease *l, const struct lw_names *n,
+int lw__release_with(const struct lw_hold *l, const struct lw_names *n,
                      int64_t hold_ms, struct lw_script *script, int readers,
                      lw_split_fn split, int64_t deadline_us, redisReply **r,
                      int *replayed)
@@ -102,20 +102,20 @@ int lw__release_with(const struct lw_lease *l, const struct lw_names *n,
     return rc;
 }
 
-int lw__queue_release_script(const struct lw_lease *l, const struct lw_names *n,
+int lw__queue_release_script(const struct lw_hold *l, const struct lw_names *n,
                              int64_t deadline_us, redisReply **r, int *replayed)
 {
     return l->kind->release(l, n, 0, deadline_us, r, replayed);
 }
 
-int lw__queue_release(struct lw_lease *l)
+int lw__queue_release(struct lw_hold *l)
 {
     struct lw_names names;
     redisReply *r = NULL;
     int rc, replayed = 0;
     int ran_out =
         lw__now_ms() >= __atomic_load_n(&l->valid_until_ms, __ATOMIC_RELAXED);
-    int64_t hold_ms = ran_out ? 0 : lw__lease_hold_left_ms(l);
+    int64_t hold_ms = ran_out ? 0 : lw__hold_left_ms(l);
 
     rc = lw__names_init(&names, l->key, l->keylen, l->prefix_len,
                         l->cfg->ep.topology == LW_TOPO_CLUSTER);
@@ -139,7 +139,7 @@ int lw__queue_release(struct lw_lease *l)
                  "Redis did not confirm the release (%s); the key ends by its "
                  "TTL",
                  lw_strerror(rc ? rc : LW_EREDIS));
-        rc = lw__lease_lose(l, LW_LOST_NO_REPLY, why);
+        rc = lw__hold_lose(l, LW_LOST_NO_REPLY, why);
     }
     if (r != NULL)
         freeReplyObject(r);

@@ -33,8 +33,8 @@ void lw__release_args(struct lw_release_args *a, const struct lw_settings *s,
 
 /* What a release does where a slot migration splits its keys (kind_*.c):
  * the same with fewer keys, hold the hold argument ("0": give back). */
-struct lw_lease;
-typedef int (*lw_split_fn)(const struct lw_lease *l, const struct lw_names *n,
+struct lw_hold;
+typedef int (*lw_split_fn)(const struct lw_hold *l, const struct lw_names *n,
                            const char *hold, int64_t deadline_us,
                            struct redisReply **r, int *replayed);
 
@@ -42,7 +42,7 @@ typedef int (*lw_split_fn)(const struct lw_lease *l, const struct lw_names *n,
  * lock's): script with lw__release_args() (readers: with the readers' set),
  * and split when a migration keeps its keys from one script.  As
  * lw_kind.release. */
-int lw__release_with(const struct lw_lease *l, const struct lw_names *n,
+int lw__release_with(const struct lw_hold *l, const struct lw_names *n,
                      int64_t hold_ms, struct lw_script *script, int readers,
                      lw_split_fn split, int64_t deadline_us,
                      struct redisReply **r, int *replayed);

@@ -17,7 +17,7 @@
 
 /* One lease of the round, and where its result goes. */
 struct item {
-    struct lw_lease *l;
+    struct lw_hold *l;
     int i;    /* its index in the round's v and results */
     int slot; /* its key's slot in a cluster, -1 with one server */
 };
@@ -35,7 +35,7 @@ struct round {
 static void renew_group(struct round *rd, const struct item *it, int m,
                         int *results)
 {
-    const struct lw_lease *first = it[0].l;
+    const struct lw_hold *first = it[0].l;
     struct lw_request q = {.script = first->kind->renew,
                            .nkeys = m,
                            .nargs = 2 * m,
@@ -47,7 +47,7 @@ static void renew_group(struct round *rd, const struct item *it, int m,
     int replayed, rc;
 
     for (int j = 0; j < m; j++) {
-        const struct lw_lease *l = it[j].l;
+        const struct lw_hold *l = it[j].l;
         rd->argv[j] = l->key;
         rd->lens[j] = l->keylen;
         rd->argv[m + j] = l->token;
@@ -95,7 +95,7 @@ static int same_group(const struct item *a, const struct item *b)
     return by_group(a, b) == 0;
 }
 
-void lw__queue_renew(struct lw_lease *const *v, int n, int *results)
+void lw__queue_renew(struct lw_hold *const *v, int n, int *results)
 {
     struct round rd;
 

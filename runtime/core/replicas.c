@@ -27,7 +27,7 @@
  * (always safe: fences only have to increase).  The replication stream is
  * ordered, so a replica that has the INCR has the lock too.
  */
-static int wait_ack(const struct lw_lease *l, const struct lw_names *names,
+static int wait_ack(const struct lw_hold *l, const struct lw_names *names,
                     struct lw_target *to, long long *acked)
 {
     const struct lw_settings *cfg = l->cfg;
@@ -55,7 +55,7 @@ static int wait_ack(const struct lw_lease *l, const struct lw_names *names,
     return LW_OK;
 }
 
-int lw__wait_replicas(struct lw_lease *l, const struct lw_names *names,
+int lw__wait_replicas(struct lw_hold *l, const struct lw_names *names,
                       struct lw_target *to)
 {
     long long acked = -1;

@@ -1,7 +1,7 @@
 #ifndef LW_REPLICAS_H
 #define LW_REPLICAS_H
 
-#include "core/lease.h"
+#include "core/hold.h"
 
 struct lw_names;
 struct lw_target;
@@ -13,7 +13,7 @@ struct lw_target;
  * again and the result is LW_EREPLICAS (too few replicas confirmed in time)
  * or LW_EREDIS.
  */
-int lw__wait_replicas(struct lw_lease *l, const struct lw_names *names,
+int lw__wait_replicas(struct lw_hold *l, const struct lw_names *names,
                       struct lw_target *to);
 
 #endif

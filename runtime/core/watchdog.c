@@ -42,16 +42,16 @@ static struct {
 /* Mark l lost and say why.  With a reason (LW_LOST_...), the lost handler
  * is owed a call, made by watchdog_main once wd.mu is released; without
  * (lw_shutdown() gave it back), none. */
-static void lease_lost(struct lw_lease *l, int reason, const char *why)
+static void lease_lost(struct lw_hold *l, int reason, const char *why)
 {
-    if (lw__lease_mark_lost(l))
+    if (lw__hold_mark_lost(l))
         l->lost_reason = reason;
     lw__log(LW_LOG_WARN, "lock %.*s lost: %s", (int)l->keylen, l->key, why);
 }
 
 /* lw_shutdown(): give l back now (its guard, still entered, then reads
  * LW_ELOST and releases nothing). */
-static void release_on_stop(struct lw_lease *l, void *arg)
+static void release_on_stop(struct lw_hold *l, void *arg)
 {
     (void)arg;
     l->be->release(l);
@@ -68,7 +68,7 @@ static void forget_all(int release)
 
 /* Next event: a renewal at a third of the lease, or, with no renewals left,
  * the moment the lease ends. */
-static void schedule(struct lw_lease *l, int64_t now)
+static void schedule(struct lw_hold *l, int64_t now)
 {
     int64_t half_left = (l->valid_until_ms - now) / 2;
 
@@ -87,7 +87,7 @@ static void schedule(struct lw_lease *l, int64_t now)
 
 /* Settle one lease from its result (LW_OK renewed, LW_ELOST not ours,
  * another code: no answer); returns 1 when it stays queued. */
-static int settle(struct lw_lease *l, int result, int64_t sent_ms, int64_t now)
+static int settle(struct lw_hold *l, int result, int64_t sent_ms, int64_t now)
 {
     if (l->renews_left == 0 && l->due_ms <= now) {
         lease_lost(l, LW_LOST_RENEWALS,
@@ -127,10 +127,10 @@ static int settle(struct lw_lease *l, int result, int64_t sent_ms, int64_t now)
  * cluster slot: one round trip and one Lua call for many leases).
  * results[i]: LW_OK renewed, LW_ELOST not ours, another code: no usable
  * answer. */
-static void send_batch(struct lw_lease **batch, int n, int *results)
+static void send_batch(struct lw_hold **batch, int n, int *results)
 {
     /* Watchdog thread only. */
-    static struct lw_lease *group[BATCH_MAX];
+    static struct lw_hold *group[BATCH_MAX];
     static int pos[BATCH_MAX], res[BATCH_MAX];
     unsigned char done[BATCH_MAX];
 
@@ -156,9 +156,9 @@ static void send_batch(struct lw_lease **batch, int n, int *results)
 }
 
 /* Take due leases off the heap (mu held); they are marked in flight. */
-static int collect_due(struct lw_lease **batch, int64_t now)
+static int collect_due(struct lw_hold **batch, int64_t now)
 {
-    struct lw_lease *l;
+    struct lw_hold *l;
     int n = 0;
 
     while (n < BATCH_MAX && (l = lw__dq_earliest(&wd.due)) != NULL &&
@@ -175,11 +175,11 @@ static int collect_due(struct lw_lease **batch, int64_t now)
  * return, released meanwhile: the handler is the user's code).  They stay
  * in flight until then, so their guards' leave waits and the leases, keys
  * included, stay valid during the calls. */
-static void notify_owed(struct lw_lease **owed, int n)
+static void notify_owed(struct lw_hold **owed, int n)
 {
     pthread_mutex_unlock(&wd.mu);
     for (int i = 0; i < n; i++)
-        lw__lease_notify_lost(owed[i], owed[i]->lost_reason);
+        lw__hold_notify_lost(owed[i], owed[i]->lost_reason);
     pthread_mutex_lock(&wd.mu);
     for (int i = 0; i < n; i++)
         owed[i]->inflight = 0;
@@ -188,7 +188,7 @@ static void notify_owed(struct lw_lease **owed, int n)
 
 static void *watchdog_main(void *arg)
 {
-    struct lw_lease *batch[BATCH_MAX], *owed[BATCH_MAX];
+    struct lw_hold *batch[BATCH_MAX], *owed[BATCH_MAX];
     int results[BATCH_MAX];
 
     (void)arg;
@@ -198,7 +198,7 @@ static void *watchdog_main(void *arg)
         int n = collect_due(batch, now);
 
         if (n == 0) {
-            struct lw_lease *next = lw__dq_earliest(&wd.due);
+            struct lw_hold *next = lw__dq_earliest(&wd.due);
             int64_t until = next ? next->due_ms : now + IDLE_WAKE_MS;
             struct timespec ts = lw__abstime_us(until * 1000);
             wd.sleep_until_ms = until;
@@ -277,7 +277,7 @@ static void register_fork_hooks(void)
     lw__fork_register(&hooks);
 }
 
-int lw__watchdog_add(struct lw_lease *l)
+int lw__watchdog_add(struct lw_hold *l)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     int rc;
@@ -297,7 +297,7 @@ int lw__watchdog_add(struct lw_lease *l)
     return rc;
 }
 
-void lw__watchdog_remove(struct lw_lease *l)
+void lw__watchdog_remove(struct lw_hold *l)
 {
     pthread_mutex_lock(&wd.mu);
     while (l->inflight)

@@ -14,7 +14,7 @@
 
 #define N 600
 
-static struct lw_lease leases[N];
+static struct lw_hold leases[N];
 static int queued[N];
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -40,7 +40,7 @@ static int64_t reference_min(void)
 
 static void check_earliest(const struct lw_duequeue *q)
 {
-    struct lw_lease *e = lw__dq_earliest(q);
+    struct lw_hold *e = lw__dq_earliest(q);
     int64_t want = reference_min();
 
     if (want < 0) {
@@ -54,7 +54,7 @@ static void check_earliest(const struct lw_duequeue *q)
 
 static void add(struct lw_duequeue *q, int i, int64_t now, int lengths)
 {
-    struct lw_lease *l = &leases[i];
+    struct lw_hold *l = &leases[i];
 
     memset(l, 0, sizeof *l);
     l->heap_idx = l->fifo = -1;
@@ -73,7 +73,7 @@ static void drain_in_order(struct lw_duequeue *q)
 {
     int64_t last = -1;
     int left = 0;
-    struct lw_lease *l;
+    struct lw_hold *l;
 
     for (int i = 0; i < N; i++)
         left += queued[i];
@@ -89,7 +89,7 @@ static void drain_in_order(struct lw_duequeue *q)
     CHECK_EQ(left, 0);
 }
 
-static void count(struct lw_lease *l, void *arg)
+static void count(struct lw_hold *l, void *arg)
 {
     queued[l - leases] = 0;
     ++*(int *)arg;

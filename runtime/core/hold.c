@@ -1,5 +1,5 @@
 /* The lease: what a held lock is, independent of how it was taken. */
-#include "core/lease.h"
+#include "core/hold.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -10,9 +10,9 @@
 #include "base/numfmt.h"
 #include "core/kind.h"
 
-void lw__lease_init(struct lw_lease *l, const struct lw_backend *be,
-                    const struct lw_settings *cfg, const char *key,
-                    size_t keylen, size_t prefix_len, const lw_lock_opts *opts)
+void lw__hold_init(struct lw_hold *l, const struct lw_backend *be,
+                   const struct lw_settings *cfg, const char *key,
+                   size_t keylen, size_t prefix_len, const lw_lock_opts *opts)
 {
     l->cfg = cfg;
     l->be = be;
@@ -43,20 +43,20 @@ void lw__lease_init(struct lw_lease *l, const struct lw_backend *be,
     l->ended = 0;
 }
 
-void lw__lease_acquired(struct lw_lease *l)
+void lw__hold_acquired(struct lw_hold *l)
 {
     /* + 1: the clock's milliseconds are truncated. */
     l->hold_until_ms = l->hold_ms > 0 ? lw__now_ms() + l->hold_ms + 1 : 0;
 }
 
-int64_t lw__lease_hold_left_ms(const struct lw_lease *l)
+int64_t lw__hold_left_ms(const struct lw_hold *l)
 {
     int64_t left = l->hold_until_ms - lw__now_ms();
 
     return l->hold_until_ms > 0 && left > 0 ? left : 0;
 }
 
-int lw__lease_mark_lost(struct lw_lease *l)
+int lw__hold_mark_lost(struct lw_hold *l)
 {
     return __atomic_exchange_n(&l->lost, 1, __ATOMIC_ACQ_REL) == 0;
 }
@@ -78,7 +78,7 @@ void lw_set_lost_handler(lw_lost_fn fn, void *ud)
     pthread_mutex_unlock(&lost.mu);
 }
 
-void lw__lease_notify_lost(const struct lw_lease *l, int reason)
+void lw__hold_notify_lost(const struct lw_hold *l, int reason)
 {
     lw_lost_fn fn;
     void *ud;
@@ -94,11 +94,11 @@ void lw__lease_notify_lost(const struct lw_lease *l, int reason)
         fn(l->key, l->keylen, reason, ud);
 }
 
-int lw__lease_lose(struct lw_lease *l, int reason, const char *why)
+int lw__hold_lose(struct lw_hold *l, int reason, const char *why)
 {
     lw__log(LW_LOG_WARN, "lock %.*s lost before release: %s", (int)l->keylen,
             l->key, why);
-    if (lw__lease_mark_lost(l))
-        lw__lease_notify_lost(l, reason);
+    if (lw__hold_mark_lost(l))
+        lw__hold_notify_lost(l, reason);
     return LW_ELOST;
 }

@@ -1,5 +1,5 @@
-#ifndef LW_LEASE_H
-#define LW_LEASE_H
+#ifndef LW_HOLD_H
+#define LW_HOLD_H
 
 #include <lockweave.h>
 #include <stddef.h>
@@ -18,7 +18,7 @@ struct lw_backend;
 struct lw_kind;
 struct lw_cohort;
 
-struct lw_lease {
+struct lw_hold {
     const struct lw_settings *cfg; /* configuration it was taken under:
                                       renewal and release go to the same
                                       servers even after lw_configure() */
@@ -47,9 +47,9 @@ struct lw_lease {
     int64_t due_ms;           /* next watchdog action */
     int heap_idx; /* position in the watchdog heap, -1 if not there */
     int fifo;     /* watchdog FIFO it is queued in, -1 if none */
-    struct lw_lease *prev, *next; /* links in that FIFO */
-    int inflight;                 /* the watchdog is renewing it right now */
-    int lost;                     /* atomic: set once, by watchdog or release */
+    struct lw_hold *prev, *next; /* links in that FIFO */
+    int inflight;                /* the watchdog is renewing it right now */
+    int lost;                    /* atomic: set once, by watchdog or release */
     int ended;       /* released by lw_shutdown(): nothing left to give back */
     int lost_reason; /* LW_LOST_..., set by the watchdog when it marked the
                         lease lost and owes the lost handler a call */
@@ -58,34 +58,34 @@ struct lw_lease {
 /* Prepare l for taking key (not copied: it must outlive l; its first
  * prefix_len bytes are the key prefix) through be under cfg with opts:
  * lease length, renewals; known to no watchdog queue. */
-void lw__lease_init(struct lw_lease *l, const struct lw_backend *be,
-                    const struct lw_settings *cfg, const char *key,
-                    size_t keylen, size_t prefix_len, const lw_lock_opts *opts);
+void lw__hold_init(struct lw_hold *l, const struct lw_backend *be,
+                   const struct lw_settings *cfg, const char *key,
+                   size_t keylen, size_t prefix_len, const lw_lock_opts *opts);
 
 /* The lease was just acquired: start its minimum hold, if it has one.  Our
  * clock now is past the moment Redis set the key, so the hold lasts at
  * least hold_ms from there. */
-void lw__lease_acquired(struct lw_lease *l);
+void lw__hold_acquired(struct lw_hold *l);
 
 /* How long a release now must keep the key (ms, rounded up): what is left
  * of the minimum hold, 0 when none is. */
-int64_t lw__lease_hold_left_ms(const struct lw_lease *l);
+int64_t lw__hold_left_ms(const struct lw_hold *l);
 
 /* The lease is lost (expired, evicted, another owner's): set once, read by
  * the locking thread (lw_still_held(), release) and the watchdog.  1 for
  * the call that set it, which then owes the lost handler its call. */
-int lw__lease_mark_lost(struct lw_lease *l);
+int lw__hold_mark_lost(struct lw_hold *l);
 
 /* Tell the lost handler (lw_set_lost_handler()) that l was lost for reason
  * (LW_LOST_...); l stays valid during the call.  No lock may be held. */
-void lw__lease_notify_lost(const struct lw_lease *l, int reason);
+void lw__hold_notify_lost(const struct lw_hold *l, int reason);
 
 /* What ends a section LW_ELOST at its release (from the holder's thread, no
  * lock held): log why (the key named), mark l lost and, the first time,
  * tell the lost handler reason.  Returns LW_ELOST. */
-int lw__lease_lose(struct lw_lease *l, int reason, const char *why);
+int lw__hold_lose(struct lw_hold *l, int reason, const char *why);
 
-static inline int lw__lease_lost(const struct lw_lease *l)
+static inline int lw__hold_lost(const struct lw_hold *l)
 {
     return __atomic_load_n(&l->lost, __ATOMIC_ACQUIRE);
 }
