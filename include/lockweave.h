@@ -415,9 +415,61 @@ LW_API int lw_lock_sized(lw_guard *g, const char *key, size_t keylen,
 #define lw_lock(g, key, keylen, opts)                                          \
     lw_lock_sized((g), (key), (keylen), (opts), sizeof(lw_lock_opts))
 
+/* ------------------------------------------------------------------------ */
+/* Leases: a held lock as a value                                           */
+/* ------------------------------------------------------------------------ */
+
+/* A held lock (one key or several) that belongs to no thread or stack
+ * frame: acquired in one thread, released in any other.  Opaque. */
+typedef struct lw_lease lw_lease;
+
+/* Take key (the bytes after the prefix, as lw_lock()) with opts, waiting up
+ * to opts->wait_ms; the lease goes to *out, renewed by the watchdog until
+ * lw_release().  Not re-entry: a thread that holds key already (through a
+ * guard or a lease) waits for it like any other caller.  LW_OK, or the
+ * code lw_guard_enter() would give (*out NULL); also in lw_last_error().
+ * Thread-safe. */
+LW_API int lw_acquire_sized(const void *key, size_t keylen,
+                            const lw_lock_opts *opts, size_t opts_size,
+                            lw_lease **out);
+#define lw_acquire(key, keylen, opts, out)                                     \
+    lw_acquire_sized((key), (keylen), (opts), sizeof(lw_lock_opts), (out))
+
+/* Several keys as one lease, as lw_guard_enter_all() takes them: all or
+ * none, in the order of their full Redis keys, within opts->wait_ms in
+ * all; a key given twice is taken once.  keys[i] is keylens[i] bytes; n: 1
+ * to 64. */
+LW_API int lw_acquire_keys_sized(const void *const *keys,
+                                 const size_t *keylens, int n,
+                                 const lw_lock_opts *opts, size_t opts_size,
+                                 lw_lease **out);
+#define lw_acquire_keys(keys, keylens, n, opts, out)                           \
+    lw_acquire_keys_sized((keys), (keylens), (n), (opts),                      \
+                          sizeof(lw_lock_opts), (out))
+
+/* Give every key of lease back and free it: LW_OK when each was ours in
+ * Redis to the end, else LW_ELOST, as lw_guard_leave() says (LW_EFORKED in
+ * a forked child, which leaves the parent's locks alone); also in
+ * lw_last_error().  From any thread, once: a second release is a
+ * programming error like a double free().  NULL: LW_EINVAL. */
+LW_API int lw_release(lw_lease *lease);
+
+/* The fencing token of lease's key (with several keys, the first in the
+ * order they were taken: use lw_lease_fence_of() for each); 0 under
+ * Redlock.  Thread-safe. */
+LW_API uint64_t lw_lease_fence(const lw_lease *lease);
+LW_API uint64_t lw_lease_fence_of(const lw_lease *lease, const void *key,
+                                  size_t keylen);
+
+/* As lw_still_held() for lease: 0 once a renewal of any of its keys failed,
+ * its lease ran out by the local clock, max_renew was used up, or in a
+ * forked child; else 1.  Thread-safe. */
+LW_API int lw_lease_held(const lw_lease *lease);
+
 /* Release held locks in Redis now and stop the runtime's threads (a
  * service's exit path, tests, leak checkers).  Guards still entered read as
- * lost: leaving one is LW_ELOST and changes nothing in Redis.  Other
+ * lost: leaving one (releasing a lease) is LW_ELOST and changes nothing in
+ * Redis.  Other
  * threads' waits end at once: lw_guard_enter() returns LW_ESHUTDOWN (the
  * waiter left its queue), as it does when called while lw_shutdown() runs;
  * releases in progress finish first.  The next call starts the runtime

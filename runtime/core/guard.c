@@ -17,10 +17,8 @@
 #include "base/log.h"
 #include "base/stats.h"
 #include "base/thread.h"
-#include "core/backend.h"
-#include "core/cohort.h"
 #include "core/guard.h"
-#include "core/watchdog.h"
+#include "core/take.h"
 
 /* lw_lock_opts as 0.1.0 has it ends at permits: lw_guard_init() and
  * lw_lock() of that version read that much, whatever the struct becomes. */
@@ -102,56 +100,9 @@ static int check(const struct lw_gimpl *g)
 {
     if (g->status != LW_OK)
         return g->status;
-    if (g->keylen == g->key_start || g->opts.expire_ms == 0 ||
-        g->opts.hold_at_least_ms > g->opts.expire_ms ||
-        g->opts.permits > LW_PERMITS_MAX ||
-        (g->opts.flags & ~LW_LOCK_READ) != 0 ||
-        ((g->opts.flags & LW_LOCK_READ) && g->opts.permits > 0))
-        return LW_EINVAL; /* empty key, a lease of no time, a hold the
-                             lease cannot cover, too many permits, unknown
-                             flags, or a read lock with permits */
-    return LW_OK;
-}
-
-/* Stop renewing first: a renewal in flight after the release could
- * otherwise extend a key someone else just created. */
-static int give_back(struct lw_hold *l)
-{
-    lw__watchdog_remove(l);
-    return lw__cohort_release(l);
-}
-
-/* Acquire inside the gate.  A lock won while lw_shutdown() waits for us
- * is given back at once: the body must not start under a runtime being
- * taken down, and whatever made the wait fail then, the caller's answer is
- * the shutdown. */
-static int acquire(struct lw_gimpl *g)
-{
-    const struct lw_settings *cfg;
-    int rc = lw__gate_enter(), held;
-
-    if (rc != LW_OK)
-        return rc;
-    cfg = lw__settings();
-    rc = cfg->error;
-    if (rc != LW_OK)
-        goto out;
-    lw__hold_init(&g->lease, lw__backend_for(cfg), cfg, g->key, g->keylen,
-                  g->key_start, &g->opts);
-    rc = lw__cohort_acquire(&g->lease, &g->opts, &g->fence);
-    held = rc == LW_OK;
-    if (held)
-        rc = lw__gate_closing() ? LW_ESHUTDOWN : lw__watchdog_add(&g->lease);
-    if (held && rc == LW_OK)
-        lw__hold_acquired(&g->lease); /* a lock given back below is not
-                                          held at least for anything */
-    if (held && rc != LW_OK)
-        give_back(&g->lease);
-    if (rc != LW_OK && lw__gate_closing())
-        rc = LW_ESHUTDOWN;
-out:
-    lw__gate_exit();
-    return rc;
+    if (g->keylen == g->key_start)
+        return LW_EINVAL; /* an empty key */
+    return lw__opts_check(&g->opts);
 }
 
 static int own(struct lw_thread *t, struct lw_gimpl *g)
@@ -159,7 +110,8 @@ static int own(struct lw_thread *t, struct lw_gimpl *g)
     int rc;
 
     lw__fork_init();
-    rc = acquire(g);
+    rc = lw__take(&g->lease, g->key, g->keylen, g->key_start, &g->opts,
+                  &g->fence);
     if (rc != LW_OK)
         return rc;
     g->state = LW_G_OWNER;
@@ -244,10 +196,7 @@ int lw_guard_leave(lw_guard *gu)
     if (g->fork_gen != lw__fork_gen) {
         rc = LW_EFORKED;
     } else {
-        lw__gate_pass(); /* a release finishes even while lw_shutdown()
-                            waits: it gives back what shutdown would */
-        rc = give_back(&g->lease);
-        lw__gate_exit();
+        rc = lw__give_back(&g->lease);
     }
     if (g->fork_gen == lw__fork_gen)
         LW_STAT_SUB(held, 1);

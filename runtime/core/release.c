@@ -32,9 +32,9 @@ static int release_verdict(struct lw_hold *l, long long result, int ran_out)
 {
     const char *why;
 
+    if (lw__hold_lost(l))
+        return LW_ELOST; /* the watchdog said so, and logged it */
     if (result == 1 || result == 2) {
-        if (lw__hold_lost(l))
-            return LW_ELOST; /* the watchdog said so, and logged it */
         if (!ran_out)
             return LW_OK;
         result = 0; /* ran out by our clock: as if it had expired */

@@ -1,0 +1,226 @@
+/*
+ * Leases: a held lock as a value (lw_acquire(), lw_release()).
+ *
+ * A guard lives on its thread's stack and nests with the thread's other
+ * guards; a lease lives on the heap and belongs to nobody: any thread
+ * releases it.  Each of its keys is taken and given back exactly as a
+ * guard's is (take.c): from Redis or handed on by another thread of this
+ * process, renewed by the watchdog, checked in Redis when it ends.  What a
+ * lease never does is re-enter: it is not on any thread's stack of guards,
+ * so a thread that holds a key already waits for it like anyone else.
+ */
+#include <lockweave.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/config.h"
+#include "base/fork.h"
+#include "base/gate.h"
+#include "base/stats.h"
+#include "base/thread.h"
+#include "core/guard.h"
+#include "core/take.h"
+
+#define KEYS_MAX 64
+
+/* One key of a lease. */
+struct key {
+    struct lw_hold hold; /* its lock, as the protocol holds it */
+    uint64_t fence;
+    const char *key; /* the full Redis key, prefix first, in the lease's
+                        allocation */
+    size_t keylen, prefix_len;
+};
+
+struct lw_lease {
+    unsigned fork_gen; /* the process that took it */
+    int n;             /* keys, sorted by their full Redis keys */
+    struct key k[];    /* then the keys' bytes */
+};
+
+static int set_last(int rc)
+{
+    lw__thread()->last_error = rc;
+    return rc;
+}
+
+static int key_cmp(const void *pa, const void *pb)
+{
+    const struct key *a = pa, *b = pb;
+    size_t n = a->keylen < b->keylen ? a->keylen : b->keylen;
+    int c = memcmp(a->key, b->key, n);
+
+    if (c != 0)
+        return c;
+    return (a->keylen > b->keylen) - (a->keylen < b->keylen);
+}
+
+/* A lease of n keys (the prefix before each), sorted, each key once; NULL
+ * when out of memory. */
+static struct lw_lease *lease_new(const void *const *keys,
+                                  const size_t *keylens, int n,
+                                  const char *prefix, size_t prefix_len)
+{
+    size_t size = sizeof(struct lw_lease) + (size_t)n * sizeof(struct key);
+    struct lw_lease *l;
+    char *p;
+    int m = 0;
+
+    for (int i = 0; i < n; i++)
+        size += prefix_len + keylens[i];
+    l = calloc(1, size);
+    if (l == NULL)
+        return NULL;
+    p = (char *)&l->k[n];
+    for (int i = 0; i < n; i++) {
+        memcpy(p, prefix, prefix_len);
+        memcpy(p + prefix_len, keys[i], keylens[i]);
+        l->k[i].key = p;
+        l->k[i].keylen = prefix_len + keylens[i];
+        l->k[i].prefix_len = prefix_len;
+        p += l->k[i].keylen;
+    }
+    /* The global order: two callers wanting the same keys ask for them in
+     * the same order, so one waits holding nothing the other needs. */
+    qsort(l->k, (size_t)n, sizeof l->k[0], key_cmp);
+    for (int i = 0; i < n; i++)
+        if (m == 0 || key_cmp(&l->k[m - 1], &l->k[i]) != 0)
+            l->k[m++] = l->k[i];
+    l->n = m;
+    l->fork_gen = lw__fork_gen;
+    return l;
+}
+
+/* Give back the first n keys of l, the last first: LW_OK, or the first
+ * LW_ELOST. */
+static int give_back(struct lw_lease *l, int n)
+{
+    int rc = LW_OK;
+
+    for (int i = n - 1; i >= 0; i--) {
+        int r = lw__give_back(&l->k[i].hold);
+        LW_STAT_SUB(held, 1);
+        if (r == LW_ELOST)
+            LW_STAT_ADD(lost, 1);
+        if (rc == LW_OK)
+            rc = r;
+    }
+    return rc;
+}
+
+/* Take every key of l in order, what is left of one wait for each. */
+static int take_all(struct lw_lease *l, const lw_lock_opts *opts)
+{
+    int64_t deadline_us = lw__now_us() + (int64_t)opts->wait_ms * 1000;
+    lw_lock_opts o = *opts;
+    int i, rc = LW_OK;
+
+    for (i = 0; i < l->n; i++) {
+        int64_t left_ms = (deadline_us - lw__now_us()) / 1000;
+        o.wait_ms = left_ms > 0 ? (uint32_t)left_ms : 0; /* 0: one try */
+        rc = lw__take(&l->k[i].hold, l->k[i].key, l->k[i].keylen,
+                      l->k[i].prefix_len, &o, &l->k[i].fence);
+        if (rc != LW_OK)
+            break;
+        LW_STAT_ADD(acquired, 1);
+        LW_STAT_ADD(held, 1);
+    }
+    if (rc == LW_OK)
+        return LW_OK;
+    if (rc == LW_ETIMEOUT)
+        LW_STAT_ADD(timed_out, 1);
+    give_back(l, i);
+    return rc;
+}
+
+int lw_acquire_keys_sized(const void *const *keys, const size_t *keylens, int n,
+                          const lw_lock_opts *opts, size_t opts_size,
+                          lw_lease **out)
+{
+    const struct lw_settings *s;
+    struct lw_lease *l = NULL;
+    lw_lock_opts o;
+    int rc = LW_OK;
+
+    if (out != NULL)
+        *out = NULL;
+    if (out == NULL || keys == NULL || keylens == NULL || opts == NULL ||
+        n < 1 || n > KEYS_MAX ||
+        lw__struct_in(&o, sizeof o, opts, opts_size) != 0 ||
+        lw__opts_check(&o) != LW_OK)
+        return set_last(LW_EINVAL);
+    for (int i = 0; i < n; i++)
+        if (keys[i] == NULL || keylens[i] == 0 || keylens[i] > LW_KEY_MAX)
+            return set_last(LW_EINVAL);
+    lw__fork_init();
+    lw__gate_pass(); /* lw_shutdown() frees the settings read here */
+    s = lw__settings();
+    rc = s->error;
+    if (rc == LW_OK) {
+        l = lease_new(keys, keylens, n, s->prefix, s->prefix_len);
+        rc = l == NULL ? LW_ENOMEM : LW_OK;
+    }
+    lw__gate_exit();
+    if (rc == LW_OK)
+        rc = take_all(l, &o);
+    if (rc != LW_OK) {
+        free(l);
+        return set_last(rc);
+    }
+    *out = l;
+    return set_last(LW_OK);
+}
+
+int lw_acquire_sized(const void *key, size_t keylen, const lw_lock_opts *opts,
+                     size_t opts_size, lw_lease **out)
+{
+    return lw_acquire_keys_sized(&key, &keylen, 1, opts, opts_size, out);
+}
+
+int lw_release(lw_lease *l)
+{
+    int rc;
+
+    if (l == NULL)
+        return set_last(LW_EINVAL);
+    /* A forked child never touches the parent's locks: not its to give
+     * back, and its watchdog does not renew them. */
+    rc = l->fork_gen != lw__fork_gen ? LW_EFORKED : give_back(l, l->n);
+    free(l);
+    return set_last(rc);
+}
+
+uint64_t lw_lease_fence(const lw_lease *l)
+{
+    return l != NULL && l->fork_gen == lw__fork_gen ? l->k[0].fence : 0;
+}
+
+uint64_t lw_lease_fence_of(const lw_lease *l, const void *key, size_t keylen)
+{
+    if (l == NULL || l->fork_gen != lw__fork_gen)
+        return 0;
+    for (int i = 0; i < l->n; i++) {
+        const struct key *k = &l->k[i];
+        if (k->keylen - k->prefix_len == keylen &&
+            memcmp(k->key + k->prefix_len, key, keylen) == 0)
+            return k->fence;
+    }
+    return 0;
+}
+
+int lw_lease_held(const lw_lease *l)
+{
+    int64_t now = lw__now_ms();
+
+    if (l == NULL || l->fork_gen != lw__fork_gen)
+        return 0;
+    /* Past a lease's end by our own clock the lock may be someone else's
+     * already, though no renewal has failed yet (as lw_still_held()). */
+    for (int i = 0; i < l->n; i++)
+        if (lw__hold_lost(&l->k[i].hold) ||
+            now >=
+                __atomic_load_n(&l->k[i].hold.valid_until_ms, __ATOMIC_RELAXED))
+            return 0;
+    return 1;
+}
