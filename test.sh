@@ -15,7 +15,8 @@ cd "$(dirname "$0")"
 # the install test renders the man pages.
 .ci/ensure-packages.sh cmake ninja-build gcc g++ clang-14 libclang-dev \
   libclang-rt-14-dev libhiredis-dev redis-server pkg-config \
-  libmicrohttpd-dev libsqlite3-dev valgrind groff-base libssl-dev openssl
+  libmicrohttpd-dev libsqlite3-dev valgrind groff-base libssl-dev openssl \
+  libevent-dev libuv1-dev
 
 jobs=${LW_TEST_JOBS:-2}
 generator=()

@@ -7,6 +7,10 @@ set(LW_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/lockweave)
 
 install(FILES ${PROJECT_SOURCE_DIR}/include/lockweave.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The event-loop adapters, header-only: their users link libuv or libevent.
+install(FILES ${PROJECT_SOURCE_DIR}/include/lockweave/uv.h
+              ${PROJECT_SOURCE_DIR}/include/lockweave/event.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/lockweave)
 install(TARGETS lockweave lockweave_static EXPORT lockweaveTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -149,6 +149,9 @@ enum {
     LW_ESHUTDOWN = -11, /* lw_shutdown() ran while the lock was wanted */
     LW_ETLS = -12,      /* rediss://: the TLS handshake failed or the server's
                            certificate was not trusted (the log says why) */
+    LW_EDONE = -13,     /* run once: the stored outcome of an earlier run */
+    LW_ECANCELED = -14, /* a pending request ended by lw_cancel_async() or
+                           lw_loop_free() */
 };
 
 /* A static English text for an LW_E... code ("unknown error" otherwise).
@@ -465,6 +468,89 @@ LW_API uint64_t lw_lease_fence_of(const lw_lease *lease, const void *key,
  * its lease ran out by the local clock, max_renew was used up, or in a
  * forked child; else 1.  Thread-safe. */
 LW_API int lw_lease_held(const lw_lease *lease);
+
+/* ------------------------------------------------------------------------ */
+/* Event loops: acquiring and releasing without blocking the loop           */
+/* ------------------------------------------------------------------------ */
+
+/* lockweave's state on one event loop (one thread's loop).  Opaque. */
+typedef struct lw_loop lw_loop;
+
+/*
+ * What lockweave needs of an event loop: to watch one file descriptor for
+ * reading and, whenever it is readable, call lw_loop_dispatch() on the
+ * loop's thread.  <lockweave/uv.h> (libuv) and <lockweave/event.h>
+ * (libevent) fill it in; any other loop (epoll, ae, glib) does in a few
+ * lines.  Zero it, then set the fields.
+ */
+typedef struct lw_loop_hooks {
+    void *loop; /* the event loop, passed back to watch() */
+    /* Start watching fd for reading, calling lw_loop_dispatch(lw) when it
+     * is readable (level-triggered: until it has been drained).  Returns a
+     * handle for unwatch(), or NULL when it cannot. */
+    void *(*watch)(void *loop, int fd, lw_loop *lw);
+    /* Stop watching (handle from watch()); lw_loop_free() calls it once. */
+    void (*unwatch)(void *handle);
+} lw_loop_hooks;
+
+/* lockweave's state on the loop hooks describes (copied).  Requests run
+ * on a few threads of its own, which never call back into the loop but
+ * through the watched descriptor: nothing blocks the loop's thread.  NULL
+ * when out of memory or when hooks cannot watch.  Call on the loop's
+ * thread. */
+LW_API lw_loop *lw_loop_new_sized(const lw_loop_hooks *hooks, size_t size);
+#define lw_loop_new(hooks) lw_loop_new_sized((hooks), sizeof(lw_loop_hooks))
+
+/* For the watcher: run the callbacks of the requests that have finished.
+ * On the loop's thread. */
+LW_API void lw_loop_dispatch(lw_loop *loop);
+
+/* A request's end: lease is the lock (status LW_OK; NULL otherwise), to
+ * be released later with lw_release_async() on its loop or lw_release()
+ * from any thread; status as lw_acquire() gives it, or LW_ECANCELED. */
+typedef void (*lw_acquired_fn)(lw_lease *lease, int status, void *ud);
+typedef void (*lw_released_fn)(int status, void *ud);
+
+/* Take key as lw_acquire() does, without blocking: returns at once.  LW_OK:
+ * cb runs exactly once, later, on the loop's thread; any other code (bad
+ * arguments: LW_EINVAL; a forked child: LW_EFORKED; out of memory): cb
+ * never runs.  Two requests for one key exclude each other, as two
+ * callers do.  On the loop's thread. */
+LW_API int lw_acquire_async_sized(lw_loop *loop, const void *key,
+                                  size_t keylen, const lw_lock_opts *opts,
+                                  size_t opts_size, lw_acquired_fn cb,
+                                  void *ud);
+#define lw_acquire_async(loop, key, keylen, opts, cb, ud)                      \
+    lw_acquire_async_sized((loop), (key), (keylen), (opts),                    \
+                           sizeof(lw_lock_opts), (cb), (ud))
+
+/* Several keys as one lease, as lw_acquire_keys() takes them. */
+LW_API int lw_acquire_keys_async_sized(lw_loop *loop, const void *const *keys,
+                                       const size_t *keylens, int n,
+                                       const lw_lock_opts *opts,
+                                       size_t opts_size, lw_acquired_fn cb,
+                                       void *ud);
+#define lw_acquire_keys_async(loop, keys, keylens, n, opts, cb, ud)            \
+    lw_acquire_keys_async_sized((loop), (keys), (keylens), (n), (opts),        \
+                                sizeof(lw_lock_opts), (cb), (ud))
+
+/* Give lease (from lw_acquire_async() on this loop) back without blocking;
+ * cb (may be NULL) runs later on the loop's thread with what lw_release()
+ * would return.  LW_OK, or LW_EINVAL (cb never runs).  On the loop's
+ * thread; the lease is gone once called. */
+LW_API int lw_release_async(lw_lease *lease, lw_released_fn cb, void *ud);
+
+/* End every pending request started on loop with ud: each callback runs
+ * once, before this returns, with LW_ECANCELED; a lock one of them had
+ * already won is given back (and a release still gives its lease back).
+ * Returns how many.  On the loop's thread. */
+LW_API int lw_cancel_async(lw_loop *loop, void *ud);
+
+/* End every pending request as lw_cancel_async() does, give back the
+ * leases loop handed out that were not released (waiting for those
+ * releases), stop watching, and free loop: no callback runs after it
+ * returns.  On the loop's thread. */
+LW_API void lw_loop_free(lw_loop *loop);
 
 /* Release held locks in Redis now and stop the runtime's threads (a
  * service's exit path, tests, leak checkers).  Guards still entered read as

@@ -33,6 +33,10 @@ const char *lw_strerror(int code)
         return "lw_shutdown() ran while the lock was wanted";
     case LW_ETLS:
         return "TLS handshake or server certificate verification failed";
+    case LW_EDONE:
+        return "run once: the outcome of an earlier run";
+    case LW_ECANCELED:
+        return "request canceled (lw_cancel_async or lw_loop_free)";
     default:
         return "unknown error";
     }

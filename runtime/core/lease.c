@@ -20,6 +20,7 @@
 #include "base/stats.h"
 #include "base/thread.h"
 #include "core/guard.h"
+#include "core/lease.h"
 #include "core/take.h"
 
 #define KEYS_MAX 64
@@ -34,9 +35,11 @@ struct key {
 };
 
 struct lw_lease {
-    unsigned fork_gen; /* the process that took it */
-    int n;             /* keys, sorted by their full Redis keys */
-    struct key k[];    /* then the keys' bytes */
+    unsigned fork_gen;      /* the process that took it */
+    lw_lease_owner_fn told; /* lw__lease_set_owner() */
+    void *owner;
+    int n;          /* keys, sorted by their full Redis keys */
+    struct key k[]; /* then the keys' bytes */
 };
 
 static int set_last(int rc)
@@ -134,6 +137,19 @@ static int take_all(struct lw_lease *l, const lw_lock_opts *opts)
     return rc;
 }
 
+int lw__lease_args(const void *const *keys, const size_t *keylens, int n,
+                   const lw_lock_opts *opts, size_t opts_size, lw_lock_opts *o)
+{
+    if (keys == NULL || keylens == NULL || opts == NULL || n < 1 ||
+        n > KEYS_MAX || lw__struct_in(o, sizeof *o, opts, opts_size) != 0 ||
+        lw__opts_check(o) != LW_OK)
+        return LW_EINVAL;
+    for (int i = 0; i < n; i++)
+        if (keys[i] == NULL || keylens[i] == 0 || keylens[i] > LW_KEY_MAX)
+            return LW_EINVAL;
+    return LW_OK;
+}
+
 int lw_acquire_keys_sized(const void *const *keys, const size_t *keylens, int n,
                           const lw_lock_opts *opts, size_t opts_size,
                           lw_lease **out)
@@ -145,14 +161,9 @@ int lw_acquire_keys_sized(const void *const *keys, const size_t *keylens, int n,
 
     if (out != NULL)
         *out = NULL;
-    if (out == NULL || keys == NULL || keylens == NULL || opts == NULL ||
-        n < 1 || n > KEYS_MAX ||
-        lw__struct_in(&o, sizeof o, opts, opts_size) != 0 ||
-        lw__opts_check(&o) != LW_OK)
+    if (out == NULL ||
+        lw__lease_args(keys, keylens, n, opts, opts_size, &o) != LW_OK)
         return set_last(LW_EINVAL);
-    for (int i = 0; i < n; i++)
-        if (keys[i] == NULL || keylens[i] == 0 || keylens[i] > LW_KEY_MAX)
-            return set_last(LW_EINVAL);
     lw__fork_init();
     lw__gate_pass(); /* lw_shutdown() frees the settings read here */
     s = lw__settings();
@@ -184,6 +195,8 @@ int lw_release(lw_lease *l)
 
     if (l == NULL)
         return set_last(LW_EINVAL);
+    if (l->told != NULL)
+        l->told(l->owner, l);
     /* A forked child never touches the parent's locks: not its to give
      * back, and its watchdog does not renew them. */
     rc = l->fork_gen != lw__fork_gen ? LW_EFORKED : give_back(l, l->n);
@@ -223,4 +236,15 @@ int lw_lease_held(const lw_lease *l)
                 __atomic_load_n(&l->k[i].hold.valid_until_ms, __ATOMIC_RELAXED))
             return 0;
     return 1;
+}
+
+void lw__lease_set_owner(lw_lease *l, lw_lease_owner_fn fn, void *owner)
+{
+    l->told = fn;
+    l->owner = owner;
+}
+
+void *lw__lease_owner(const lw_lease *l, lw_lease_owner_fn fn)
+{
+    return l->told == fn && fn != NULL ? l->owner : NULL;
 }

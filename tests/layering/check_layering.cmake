@@ -1,10 +1,11 @@
 # The runtime's include rules, checked on the sources:
 #  - a file includes runtime headers as "<folder>/<name>.h", and only from
-#    its own layer or one below it: tool -> core -> topology -> net -> base;
+#    its own layer or one below it: tool -> loop -> core -> topology -> net
+#    -> base;
 #  - modules (a name's .c and .h together) depend on each other without a
 #    cycle.
 # Usage: cmake -DRUNTIME=<runtime dir> -P check_layering.cmake
-set(layers base net topology core tool)
+set(layers base net topology core loop tool)
 file(GLOB_RECURSE files RELATIVE ${RUNTIME} ${RUNTIME}/*.c ${RUNTIME}/*.h)
 set(errors "")
 set(modules "")

@@ -1,0 +1,559 @@
+/*
+ * Event loops: leases taken and given back without blocking the loop's
+ * thread (lw_acquire_async(), lw_release_async()).
+ *
+ * A request is done by a worker thread of the loop's own, with the
+ * blocking calls every other caller uses (lw_acquire_keys(), lw_release()):
+ * every kind, topology and option, the fair queue in Redis and its wake-up
+ * on release, the hand-off between threads of the process, all as they are
+ * for guards.  The loop's thread only submits requests and, told through
+ * an eventfd it watches (lw_loop_hooks), runs the finished ones'
+ * callbacks.  So nothing blocks it: neither connecting (TLS included) nor
+ * waiting for a busy lock nor renewing (the watchdog's thread does that)
+ * nor releasing.
+ *
+ * Workers come in two pools, each grown on demand up to its bound: ACQUIRE
+ * waits for locks (a worker may wait as long as a request's wait), RELEASE
+ * gives them back.  A release never queues behind acquisitions that wait
+ * for the lock it gives back.  The bounds bound the connections a loop
+ * opens (each worker keeps its thread's own, as any thread does), however
+ * many requests are in flight: the rest wait in the loop's queue, in the
+ * order they came.
+ *
+ * A request ended by lw_cancel_async() or lw_loop_free() gets its callback
+ * at once; its worker, if it has one, finishes in the background and gives
+ * back whatever it won.  The loop's memory is shared by its thread and its
+ * workers and freed by the last of them: lw_loop_free() never waits for a
+ * worker's wait to end.
+ */
+#include <lockweave.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "base/config.h"
+#include "base/fork.h"
+#include "core/lease.h"
+
+#define ACQUIRERS_MAX 16 /* workers waiting for locks, at most */
+#define RELEASERS_MAX 2  /* workers giving them back */
+
+enum { ACQUIRE, RELEASE, NPOOLS };
+enum { QUEUED, RUNNING, DONE };
+
+struct request {
+    struct request *prev, *next; /* in the loop's pending list */
+    struct request *qnext;       /* in a pool's queue, or the done list */
+    int pool;                    /* ACQUIRE or RELEASE */
+    int state;
+    int ended; /* its callback ran (canceled): only the worker is left */
+    void *ud;
+    lw_acquired_fn acquired;
+    lw_released_fn released;
+    lw_lease *lease; /* RELEASE: to give back; ACQUIRE: what was won */
+    int status;
+    lw_lock_opts opts;
+    int n;             /* keys */
+    const void **keys; /* into the request's own allocation */
+    size_t *keylens;
+};
+
+/* A lease the loop handed out and that has not been released since. */
+struct held {
+    struct held *prev, *next;
+    struct lw_loop *loop;
+    lw_lease *lease;
+};
+
+struct pool {
+    struct request *head, **tail; /* waiting for a worker, oldest first */
+    int queued;                   /* how many */
+    pthread_cond_t cv;            /* its idle workers wait here */
+    int workers, idle, max;
+};
+
+struct lw_loop {
+    lw_loop_hooks hooks;
+    void *handle;      /* hooks.watch()'s */
+    int fd;            /* eventfd: requests are done */
+    unsigned fork_gen; /* the process it was made in */
+    pthread_mutex_t mu;
+    struct pool pool[NPOOLS];
+    struct request *done, **done_tail; /* for the loop's thread */
+    struct request pending;            /* list head: every request whose
+                                          callback has not run */
+    struct held held;                  /* list head */
+    int refs;    /* the loop's thread until lw_loop_free(), each worker */
+    int closing; /* lw_loop_free() ran */
+};
+
+static void list_init(struct request *head)
+{
+    head->prev = head->next = head;
+}
+
+static void list_add(struct request *head, struct request *q)
+{
+    q->prev = head->prev;
+    q->next = head;
+    head->prev->next = q;
+    head->prev = q;
+}
+
+static void list_del(struct request *q)
+{
+    q->prev->next = q->next;
+    q->next->prev = q->prev;
+    q->prev = q->next = q;
+}
+
+/* One reference fewer; the last frees the loop.  Under lw->mu, which is
+ * released either way. */
+static void unref(struct lw_loop *lw)
+{
+    int last = --lw->refs == 0;
+
+    pthread_mutex_unlock(&lw->mu);
+    if (!last)
+        return;
+    for (int p = 0; p < NPOOLS; p++)
+        pthread_cond_destroy(&lw->pool[p].cv);
+    pthread_mutex_destroy(&lw->mu);
+    free(lw);
+}
+
+/* Tell the loop's thread that requests are done.  Under lw->mu, so that
+ * lw_loop_free(), which sets closing under it before closing the fd, is
+ * never raced into writing another file. */
+static void wake(struct lw_loop *lw)
+{
+    uint64_t one = 1;
+
+    if (!lw->closing && write(lw->fd, &one, sizeof one) < 0) {
+        /* EAGAIN: the counter is full (2^64 - 2), so readable already. */
+    }
+}
+
+/* The release hook of a lease the loop handed out: no longer the loop's. */
+static void forget(void *owner, lw_lease *l)
+{
+    struct held *h = owner;
+    struct lw_loop *lw = h->loop;
+
+    (void)l;
+    pthread_mutex_lock(&lw->mu);
+    h->prev->next = h->next;
+    h->next->prev = h->prev;
+    pthread_mutex_unlock(&lw->mu);
+    free(h);
+}
+
+/* Record l as handed out by lw (the loop's thread): LW_OK or LW_ENOMEM. */
+static int keep(struct lw_loop *lw, lw_lease *l)
+{
+    struct held *h = malloc(sizeof *h);
+
+    if (h == NULL)
+        return LW_ENOMEM;
+    h->loop = lw;
+    h->lease = l;
+    pthread_mutex_lock(&lw->mu);
+    h->prev = lw->held.prev;
+    h->next = &lw->held;
+    lw->held.prev->next = h;
+    lw->held.prev = h;
+    pthread_mutex_unlock(&lw->mu);
+    lw__lease_set_owner(l, forget, h);
+    return LW_OK;
+}
+
+/* Do q (a worker, outside lw->mu). */
+static void run(struct request *q)
+{
+    if (q->pool == ACQUIRE)
+        q->status = lw_acquire_keys_sized(q->keys, q->keylens, q->n, &q->opts,
+                                          sizeof q->opts, &q->lease);
+    else
+        q->status = lw_release(q->lease);
+}
+
+static void *worker(void *arg)
+{
+    struct lw_loop *lw = ((void **)arg)[0];
+    int p = (int)(intptr_t)((void **)arg)[1];
+    struct pool *pl = &lw->pool[p];
+
+    free(arg);
+    pthread_mutex_lock(&lw->mu);
+    for (;;) {
+        struct request *q = pl->head;
+        if (q == NULL) {
+            if (lw->closing)
+                break;
+            pl->idle++;
+            pthread_cond_wait(&pl->cv, &lw->mu);
+            pl->idle--;
+            continue;
+        }
+        pl->head = q->qnext;
+        if (pl->head == NULL)
+            pl->tail = &pl->head;
+        pl->queued--;
+        q->state = RUNNING;
+        pthread_mutex_unlock(&lw->mu);
+        run(q);
+        pthread_mutex_lock(&lw->mu);
+        if (q->ended) {
+            /* Canceled meanwhile: nobody takes what was won. */
+            lw_lease *won = q->pool == ACQUIRE ? q->lease : NULL;
+            free(q);
+            pthread_mutex_unlock(&lw->mu);
+            if (won != NULL)
+                lw_release(won);
+            pthread_mutex_lock(&lw->mu);
+            continue;
+        }
+        q->state = DONE;
+        q->qnext = NULL;
+        *lw->done_tail = q;
+        lw->done_tail = &q->qnext;
+        wake(lw);
+    }
+    pl->workers--;
+    unref(lw);
+    return NULL;
+}
+
+/* Queue q on its pool, starting a worker if none is idle and the pool may
+ * grow.  Under lw->mu.  LW_OK, or LW_ESYSTEM when no worker could start and
+ * none is there. */
+static int submit(struct lw_loop *lw, struct request *q)
+{
+    struct pool *pl = &lw->pool[q->pool];
+    pthread_attr_t a;
+    pthread_t t;
+    void **arg;
+
+    q->state = QUEUED;
+    q->qnext = NULL;
+    *pl->tail = q;
+    pl->tail = &q->qnext;
+    pl->queued++;
+    if (pl->idle > 0)
+        pthread_cond_signal(&pl->cv);
+    /* Idle workers that were signalled are still counted idle until they
+     * run: a new one is needed while more wait than are idle. */
+    if (pl->queued <= pl->idle || pl->workers >= pl->max)
+        return LW_OK; /* one of them takes it when done */
+    arg = malloc(2 * sizeof *arg);
+    if (arg != NULL) {
+        arg[0] = lw;
+        arg[1] = (void *)(intptr_t)q->pool;
+        pthread_attr_init(&a);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&t, &a, worker, arg) == 0) {
+            pl->workers++;
+            lw->refs++;
+            arg = NULL;
+        }
+        pthread_attr_destroy(&a);
+        free(arg);
+    }
+    if (pl->workers > 0)
+        return LW_OK;
+    pl->head = NULL; /* q was the only one: no worker for it */
+    pl->tail = &pl->head;
+    pl->queued = 0;
+    return LW_ESYSTEM;
+}
+
+lw_loop *lw_loop_new_sized(const lw_loop_hooks *hooks, size_t size)
+{
+    struct lw_loop *lw;
+
+    if (hooks == NULL)
+        return NULL;
+    lw = calloc(1, sizeof *lw);
+    if (lw == NULL)
+        return NULL;
+    if (lw__struct_in(&lw->hooks, sizeof lw->hooks, hooks, size) != 0 ||
+        lw->hooks.watch == NULL || lw->hooks.unwatch == NULL) {
+        free(lw);
+        return NULL;
+    }
+    lw->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (lw->fd < 0) {
+        free(lw);
+        return NULL;
+    }
+    pthread_mutex_init(&lw->mu, NULL);
+    for (int p = 0; p < NPOOLS; p++) {
+        pthread_cond_init(&lw->pool[p].cv, NULL);
+        lw->pool[p].tail = &lw->pool[p].head;
+        lw->pool[p].max = p == ACQUIRE ? ACQUIRERS_MAX : RELEASERS_MAX;
+    }
+    lw->done_tail = &lw->done;
+    list_init(&lw->pending);
+    lw->held.prev = lw->held.next = &lw->held;
+    lw->refs = 1;
+    lw->fork_gen = lw__fork_gen;
+    lw->handle = lw->hooks.watch(lw->hooks.loop, lw->fd, lw);
+    if (lw->handle == NULL) {
+        close(lw->fd);
+        pthread_mutex_lock(&lw->mu);
+        unref(lw);
+        return NULL;
+    }
+    return lw;
+}
+
+/* A request for keys (copied), on the heap; NULL when out of memory. */
+static struct request *request_new(const void *const *keys,
+                                   const size_t *keylens, int n)
+{
+    size_t size =
+        sizeof(struct request) + (size_t)n * (sizeof(void *) + sizeof(size_t));
+    struct request *q;
+    char *p;
+
+    for (int i = 0; i < n; i++)
+        size += keylens[i];
+    q = calloc(1, size);
+    if (q == NULL)
+        return NULL;
+    q->keys = (const void **)(void *)(q + 1);
+    q->keylens = (size_t *)(void *)(q->keys + n);
+    p = (char *)(q->keylens + n);
+    for (int i = 0; i < n; i++) {
+        memcpy(p, keys[i], keylens[i]);
+        q->keys[i] = p;
+        q->keylens[i] = keylens[i];
+        p += keylens[i];
+    }
+    q->n = n;
+    q->prev = q->next = q;
+    return q;
+}
+
+/* Start q on lw (the loop's thread): LW_OK, or why not (q freed). */
+static int start(struct lw_loop *lw, struct request *q)
+{
+    int rc;
+
+    pthread_mutex_lock(&lw->mu);
+    rc = lw->closing ? LW_EINVAL : submit(lw, q);
+    if (rc == LW_OK)
+        list_add(&lw->pending, q);
+    pthread_mutex_unlock(&lw->mu);
+    if (rc != LW_OK)
+        free(q);
+    return rc;
+}
+
+int lw_acquire_keys_async_sized(lw_loop *lw, const void *const *keys,
+                                const size_t *keylens, int n,
+                                const lw_lock_opts *opts, size_t opts_size,
+                                lw_acquired_fn cb, void *ud)
+{
+    struct request *q;
+    lw_lock_opts o;
+
+    if (lw == NULL || cb == NULL ||
+        lw__lease_args(keys, keylens, n, opts, opts_size, &o) != LW_OK)
+        return LW_EINVAL;
+    if (lw->fork_gen != lw__fork_gen)
+        return LW_EFORKED; /* its workers are the parent's */
+    q = request_new(keys, keylens, n);
+    if (q == NULL)
+        return LW_ENOMEM;
+    q->pool = ACQUIRE;
+    q->opts = o;
+    q->acquired = cb;
+    q->ud = ud;
+    return start(lw, q);
+}
+
+int lw_acquire_async_sized(lw_loop *lw, const void *key, size_t keylen,
+                           const lw_lock_opts *opts, size_t opts_size,
+                           lw_acquired_fn cb, void *ud)
+{
+    return lw_acquire_keys_async_sized(lw, &key, &keylen, 1, opts, opts_size,
+                                       cb, ud);
+}
+
+int lw_release_async(lw_lease *l, lw_released_fn cb, void *ud)
+{
+    struct held *h = l != NULL ? lw__lease_owner(l, forget) : NULL;
+    struct lw_loop *lw;
+    struct request *q;
+    int rc;
+
+    if (h == NULL)
+        return LW_EINVAL; /* not a lease of a loop's */
+    lw = h->loop;
+    q = request_new(NULL, NULL, 0);
+    if (q == NULL)
+        return LW_ENOMEM;
+    q->pool = RELEASE;
+    q->lease = l;
+    q->released = cb;
+    q->ud = ud;
+    /* The release's now, not the loop's: lw_loop_free() must not give it
+     * back a second time while a worker does. */
+    lw__lease_set_owner(l, NULL, NULL);
+    forget(h, l);
+    rc = start(lw, q);
+    if (rc != LW_OK && keep(lw, l) != LW_OK)
+        lw_release(l); /* neither the loop's nor a worker's: give it back */
+    return rc;
+}
+
+/* Run q's callback with status (and the lease won, for an acquisition). */
+static void call(struct request *q, int status, lw_lease *lease)
+{
+    if (q->pool == ACQUIRE)
+        q->acquired(lease, status, q->ud);
+    else if (q->released != NULL)
+        q->released(status, q->ud);
+}
+
+void lw_loop_dispatch(lw_loop *lw)
+{
+    struct request *q, *next;
+    uint64_t n;
+
+    if (read(lw->fd, &n, sizeof n) < 0 && errno != EAGAIN)
+        return;
+    pthread_mutex_lock(&lw->mu);
+    q = lw->done;
+    lw->done = NULL;
+    lw->done_tail = &lw->done;
+    for (struct request *r = q; r != NULL; r = r->qnext)
+        list_del(r);
+    pthread_mutex_unlock(&lw->mu);
+    for (; q != NULL; q = next) {
+        lw_lease *lease = q->pool == ACQUIRE ? q->lease : NULL;
+        int status = q->status;
+        next = q->qnext;
+        if (lease != NULL && keep(lw, lease) != LW_OK) {
+            lw_release(lease); /* out of memory: not the caller's */
+            lease = NULL;
+            status = LW_ENOMEM;
+        }
+        call(q, status, lease);
+        free(q);
+    }
+}
+
+/* Unlink q from the singly linked list at *head (tail its end pointer). */
+static void unqueue(struct request **head, struct request ***tail,
+                    struct request *q)
+{
+    struct request **pp = head, *prev = NULL;
+
+    while (*pp != q) {
+        prev = *pp;
+        pp = &(*pp)->qnext;
+    }
+    *pp = q->qnext;
+    if (*tail == &q->qnext)
+        *tail = prev != NULL ? &prev->qnext : head;
+}
+
+/* End q (out of the pending list) and run its callback with LW_ECANCELED.
+ * A release still gives its lease back, and a lock an acquisition won is
+ * given back: by a worker, never on the loop's thread. */
+static void cancel_one(struct lw_loop *lw, struct request *q)
+{
+    struct request copy = *q; /* its callback, once q is the worker's */
+    struct pool *pl = &lw->pool[q->pool];
+
+    pthread_mutex_lock(&lw->mu);
+    if (q->state == QUEUED && q->pool == ACQUIRE) {
+        unqueue(&pl->head, &pl->tail, q);
+        pl->queued--;
+        free(q);
+    } else if (q->state == DONE) {
+        unqueue(&lw->done, &lw->done_tail, q);
+        if (q->pool == ACQUIRE && q->lease != NULL) {
+            q->pool = RELEASE; /* what was won, given back unseen */
+            q->ended = 1;
+            if (submit(lw, q) != LW_OK)
+                free(q); /* no thread to give it back: it ends by its TTL */
+        } else {
+            free(q);
+        }
+    } else {
+        q->ended = 1; /* its worker finishes it and frees it */
+    }
+    pthread_mutex_unlock(&lw->mu);
+    call(&copy, LW_ECANCELED, NULL);
+}
+
+/* End the pending requests started with ud (every one, when all) at once:
+ * callbacks run with LW_ECANCELED; a request a worker has is left to it
+ * (ended), one queued is dropped, one done gives back what it won.  Returns how
+ * many. */
+static int end_pending(struct lw_loop *lw, void *ud, int all)
+{
+    struct request ended, *q, *next;
+    int n = 0;
+
+    list_init(&ended);
+    pthread_mutex_lock(&lw->mu);
+    for (q = lw->pending.next; q != &lw->pending; q = next) {
+        next = q->next;
+        if (!all && q->ud != ud)
+            continue;
+        list_del(q);
+        list_add(&ended, q);
+        n++;
+    }
+    pthread_mutex_unlock(&lw->mu);
+    for (q = ended.next; q != &ended; q = next) {
+        next = q->next;
+        list_del(q);
+        cancel_one(lw, q);
+    }
+    return n;
+}
+
+int lw_cancel_async(lw_loop *lw, void *ud)
+{
+    if (lw == NULL || lw->fork_gen != lw__fork_gen)
+        return 0;
+    return end_pending(lw, ud, 0);
+}
+
+void lw_loop_free(lw_loop *lw)
+{
+    struct held *h;
+
+    if (lw == NULL || lw->fork_gen != lw__fork_gen)
+        return; /* a child's copy of a parent's loop: no workers to stop */
+    end_pending(lw, NULL, 1);
+    /* What is still out there is given back here, the loop's last act:
+     * each hook undone first, so that a release elsewhere cannot race. */
+    pthread_mutex_lock(&lw->mu);
+    while ((h = lw->held.next) != &lw->held) {
+        lw_lease *l = h->lease;
+        h->prev->next = h->next;
+        h->next->prev = h->prev;
+        free(h);
+        lw__lease_set_owner(l, NULL, NULL);
+        pthread_mutex_unlock(&lw->mu);
+        lw_release(l);
+        pthread_mutex_lock(&lw->mu);
+    }
+    lw->closing = 1;
+    for (int p = 0; p < NPOOLS; p++)
+        pthread_cond_broadcast(&lw->pool[p].cv);
+    pthread_mutex_unlock(&lw->mu);
+    lw->hooks.unwatch(lw->handle);
+    close(lw->fd);
+    pthread_mutex_lock(&lw->mu);
+    unref(lw);
+}

@@ -1,0 +1,636 @@
+/*
+ * Event loops (lw_loop, lw_acquire_async, lw_release_async), on libevent
+ * and libuv, against real servers:
+ *   in_flight     3 processes, each a loop with 32 requests in flight on
+ *                 one key, every section released from its callback's
+ *                 timer: no overlap across requests and processes, fences
+ *                 rising, every request served
+ *   liveness      while a request waits seconds for a lock another
+ *                 process holds, the loop keeps running its timers; it is
+ *                 then served
+ *   fifo          requests of one loop for a busy key are served in the
+ *                 order they were made
+ *   bounded       64 requests waiting on 64 busy keys open a bounded
+ *                 number of connections
+ *   cancel        lw_cancel_async(): the callback runs at once with
+ *                 LW_ECANCELED, and the lock it was waiting for is not
+ *                 kept when it comes
+ *   freed         lw_loop_free() with a request pending and a lease held:
+ *                 ECANCELED, the lease's key given back, no callback after
+ *   other_thread  a lease taken on the loop released with lw_release()
+ *                 from another thread
+ *   errors        bad arguments at once (no callback); a wait that runs
+ *                 out and an unreachable server through the callback
+ *   kinds         read leases share, a semaphore's N, several keys
+ *   uv            the same through <lockweave/uv.h>
+ */
+#include <event2/event.h>
+#include <lockweave/event.h>
+#include <lockweave/uv.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "util.h"
+
+static rh_server srv;
+
+/* One request of a test: what its callback saw. */
+struct req {
+    int done, status, order;
+    uint64_t fence;
+    lw_lease *lease;
+};
+
+static int served; /* callbacks run so far, in order */
+
+static void on_acquired(lw_lease *l, int status, void *ud)
+{
+    struct req *r = ud;
+
+    r->done = 1;
+    r->status = status;
+    r->order = ++served;
+    r->lease = l;
+    r->fence = l != NULL ? lw_lease_fence(l) : 0;
+}
+
+static int released_status = 1;
+
+static void on_released(int status, void *ud)
+{
+    (void)ud;
+    released_status = status;
+}
+
+/* Run base until cond(arg) or timeout_ms; 0 when cond held. */
+static int run_until(struct event_base *base, int (*cond)(void *), void *arg,
+                     int timeout_ms)
+{
+    int64_t end = now_ms() + timeout_ms;
+
+    while (!cond(arg)) {
+        if (now_ms() > end)
+            return -1;
+        event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+        usleep(1000);
+    }
+    return 0;
+}
+
+static int req_done(void *arg)
+{
+    return ((struct req *)arg)->done;
+}
+
+static int released(void *arg)
+{
+    (void)arg;
+    return released_status != 1;
+}
+
+/* in_flight -------------------------------------------------------------- */
+
+#define PROCS    3
+#define INFLIGHT 32
+#define ROUNDS   4
+
+struct shared {
+    atomic_int inside, overlaps, failures, sections, n;
+    struct {
+        int64_t begin_us;
+        uint64_t fence;
+    } s[PROCS * INFLIGHT * ROUNDS];
+};
+
+static struct shared *sh;
+
+struct flight {
+    struct event_base *base;
+    lw_loop *loop;
+    struct event *timer;
+    lw_lease *lease;
+    int left; /* sections this request still makes */
+};
+
+static void start_flight(struct flight *f);
+
+static void end_section(evutil_socket_t fd, short what, void *arg)
+{
+    struct flight *f = arg;
+
+    (void)fd;
+    (void)what;
+    atomic_fetch_sub(&sh->inside, 1);
+    if (lw_release_async(f->lease, NULL, NULL) != LW_OK)
+        atomic_fetch_add(&sh->failures, 1);
+    if (--f->left > 0)
+        start_flight(f);
+}
+
+static void flight_acquired(lw_lease *l, int status, void *ud)
+{
+    struct flight *f = ud;
+    struct timeval tv = {0, 300};
+    int k;
+
+    if (status != LW_OK) {
+        atomic_fetch_add(&sh->failures, 1);
+        return;
+    }
+    if (atomic_fetch_add(&sh->inside, 1) != 0)
+        atomic_fetch_add(&sh->overlaps, 1);
+    k = atomic_fetch_add(&sh->n, 1);
+    sh->s[k].begin_us = now_us();
+    sh->s[k].fence = lw_lease_fence(l);
+    atomic_fetch_add(&sh->sections, 1);
+    f->lease = l;
+    /* The section goes on across the loop's turns: a timer ends it. */
+    evtimer_add(f->timer, &tv);
+}
+
+static void start_flight(struct flight *f)
+{
+    lw_lock_opts o = lock_opts(10000, 60000, -1);
+
+    if (lw_acquire_async(f->loop, "flight", 6, &o, flight_acquired, f) != LW_OK)
+        atomic_fetch_add(&sh->failures, 1);
+}
+
+static int flights_over(void *arg)
+{
+    struct flight *f = arg;
+
+    for (int i = 0; i < INFLIGHT; i++)
+        if (f[i].left > 0)
+            return 0;
+    return 1;
+}
+
+static void in_flight_proc(int p)
+{
+    struct event_base *base = event_base_new();
+    struct flight f[INFLIGHT];
+    lw_loop *loop;
+
+    (void)p;
+    use_server(&srv);
+    loop = lw_loop_event(base);
+    CHECK(loop != NULL);
+    for (int i = 0; i < INFLIGHT; i++) {
+        f[i] = (struct flight){.base = base, .loop = loop, .left = ROUNDS};
+        f[i].timer = evtimer_new(base, end_section, &f[i]);
+        start_flight(&f[i]);
+    }
+    CHECK_EQ(run_until(base, flights_over, f, 60000), 0);
+    lw_loop_free(loop);
+    for (int i = 0; i < INFLIGHT; i++)
+        event_free(f[i].timer);
+    event_base_free(base);
+}
+
+static int by_begin(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void in_flight(void)
+{
+    int n;
+
+    sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE,
+              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(sh != MAP_FAILED);
+    memset(sh, 0, sizeof *sh);
+    in_processes(PROCS, in_flight_proc);
+    n = atomic_load(&sh->n);
+    printf("in_flight: %d sections from %d requests in flight in each of %d "
+           "processes, %d overlapping, %d failed\n",
+           n, INFLIGHT, PROCS, atomic_load(&sh->overlaps),
+           atomic_load(&sh->failures));
+    CHECK_EQ(n, PROCS * INFLIGHT * ROUNDS);
+    CHECK_EQ(atomic_load(&sh->overlaps), 0);
+    CHECK_EQ(atomic_load(&sh->failures), 0);
+    qsort(sh->s, (size_t)n, sizeof sh->s[0], by_begin);
+    for (int i = 1; i < n; i++)
+        CHECK_MSG(sh->s[i].fence > sh->s[i - 1].fence, "fence %llu after %llu",
+                  (unsigned long long)sh->s[i].fence,
+                  (unsigned long long)sh->s[i - 1].fence);
+    CHECK_EQ(lock_exists(&srv, "flight"), 0);
+    munmap(sh, sizeof *sh);
+}
+
+/* liveness, fifo, bounded: a lock held by another process ---------------- */
+
+static int ticks;
+
+static void tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    ticks++;
+}
+
+/* A child that takes key and holds it hold_ms; returns once it holds it. */
+static pid_t hold_elsewhere(const char *key, int hold_ms)
+{
+    int go[2];
+    pid_t pid;
+    char b;
+
+    CHECK_EQ(pipe(go), 0);
+    pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        lw_guard g;
+        close(go[0]);
+        CHECK_RC(lock_str(&g, key, 30000, 0), LW_OK);
+        CHECK_EQ(write(go[1], "x", 1), 1);
+        sleep_ms(hold_ms);
+        CHECK_RC(lw_guard_leave(&g), LW_OK);
+        lw_shutdown();
+        _exit(0);
+    }
+    close(go[1]);
+    CHECK_EQ(read(go[0], &b, 1), 1);
+    close(go[0]);
+    return pid;
+}
+
+static void reap(pid_t pid)
+{
+    int status;
+
+    CHECK_EQ(waitpid(pid, &status, 0), pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static void liveness(struct event_base *base, lw_loop *loop)
+{
+    struct event *t = event_new(base, -1, EV_PERSIST, tick, NULL);
+    struct timeval every = {0, 50000};
+    lw_lock_opts o = lock_opts(10000, 30000, -1);
+    struct req r = {0};
+    int64_t t0;
+    pid_t holder = hold_elsewhere("live", 1500);
+
+    ticks = 0;
+    event_add(t, &every);
+    t0 = now_ms();
+    CHECK_RC(lw_acquire_async(loop, "live", 4, &o, on_acquired, &r), LW_OK);
+    CHECK_EQ(r.done, 0); /* returned at once */
+    CHECK_EQ(run_until(base, req_done, &r, 30000), 0);
+    printf("liveness: served after %lld ms; the loop ticked %d times "
+           "meanwhile (every 50 ms)\n",
+           (long long)(now_ms() - t0), ticks);
+    CHECK_RC(r.status, LW_OK);
+    /* Over a second and a half: a blocked loop ticks once or twice. */
+    CHECK_MSG(ticks >= 5, "the loop ticked %d times in %lld ms", ticks,
+              (long long)(now_ms() - t0));
+    released_status = 1;
+    CHECK_RC(lw_release_async(r.lease, on_released, NULL), LW_OK);
+    CHECK_EQ(run_until(base, released, NULL, 10000), 0);
+    CHECK_RC(released_status, LW_OK);
+    event_free(t);
+    reap(holder);
+}
+
+static int all_done(void *arg)
+{
+    struct req *r = arg;
+
+    for (int i = 0; i < 4; i++)
+        if (!r[i].done)
+            return 0;
+    return 1;
+}
+
+static void fifo(struct event_base *base, lw_loop *loop)
+{
+    lw_lock_opts o = lock_opts(10000, 30000, -1);
+    struct req r[4] = {{0}};
+    pid_t holder = hold_elsewhere("fifo", 500);
+
+    served = 0;
+    for (int i = 0; i < 4; i++) {
+        CHECK_RC(lw_acquire_async(loop, "fifo", 4, &o, on_acquired, &r[i]),
+                 LW_OK);
+        usleep(20000); /* each in the queue before the next comes */
+    }
+    /* Each is served when the one before is given back. */
+    for (int i = 0; i < 4; i++) {
+        CHECK_EQ(run_until(base, req_done, &r[i], 30000), 0);
+        CHECK_RC(r[i].status, LW_OK);
+        CHECK_EQ(r[i].order, i + 1);
+        CHECK_RC(lw_release_async(r[i].lease, NULL, NULL), LW_OK);
+    }
+    CHECK_EQ(run_until(base, all_done, r, 1000), 0);
+    reap(holder);
+    printf("fifo: served in the order asked\n");
+}
+
+/* Connections of this process Redis knows (by their names). */
+static int my_connections(void)
+{
+    char prefix[64];
+    redisReply *r = rh_cmd(&srv, "CLIENT LIST TYPE normal");
+    int n = 0;
+
+    CHECK(r != NULL && r->type == REDIS_REPLY_STRING);
+    snprintf(prefix, sizeof prefix, ":%d:", (int)getpid());
+    for (const char *p = r->str; (p = strstr(p, "name=lockweave:")) != NULL;
+         p++) {
+        const char *end = strchr(p, ' ');
+        const char *at = strstr(p, prefix);
+        n += at != NULL && (end == NULL || at < end);
+    }
+    freeReplyObject(r);
+    return n;
+}
+
+static void bounded(struct event_base *base, lw_loop *loop)
+{
+    enum { N = 64 };
+    lw_lock_opts o = lock_opts(10000, 30000, -1);
+    struct req r[N] = {{0}};
+    char key[16];
+    pid_t holder;
+    int conns;
+
+    /* One process holds all 64 keys: a multi-key guard. */
+    {
+        int go[2];
+        char b;
+        CHECK_EQ(pipe(go), 0);
+        holder = fork();
+        CHECK(holder >= 0);
+        if (holder == 0) {
+            lw_guard g[N], *gp[N];
+            close(go[0]);
+            for (int i = 0; i < N; i++) {
+                lw_guard_init(&g[i], &o);
+                snprintf(key, sizeof key, "bnd:%d", i);
+                lw_guard_key_str(&g[i], key);
+                gp[i] = &g[i];
+            }
+            CHECK_RC(lw_guard_enter_all(gp, N), LW_OK);
+            CHECK_EQ(write(go[1], "x", 1), 1);
+            sleep_ms(1500);
+            CHECK_RC(lw_guard_leave_all(gp, N), LW_OK);
+            lw_shutdown();
+            _exit(0);
+        }
+        close(go[1]);
+        CHECK_EQ(read(go[0], &b, 1), 1);
+        close(go[0]);
+    }
+    for (int i = 0; i < N; i++) {
+        snprintf(key, sizeof key, "bnd:%d", i);
+        CHECK_RC(
+            lw_acquire_async(loop, key, strlen(key), &o, on_acquired, &r[i]),
+            LW_OK);
+    }
+    sleep_ms(500);
+    conns = my_connections();
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ(run_until(base, req_done, &r[i], 30000), 0);
+        CHECK_RC(r[i].status, LW_OK);
+        CHECK_RC(lw_release_async(r[i].lease, NULL, NULL), LW_OK);
+    }
+    reap(holder);
+    printf("bounded: %d requests waiting on %d busy keys held %d connections "
+           "of this process\n",
+           N, N, conns);
+    /* The loop's workers (16 waiting, 2 releasing), the watchdog's and
+     * this thread's: not one per request; and more than a few, or the
+     * requests would wait behind each other's waits. */
+    CHECK_MSG(conns <= 20, "%d connections", conns);
+    CHECK_MSG(conns >= 16, "%d connections", conns);
+}
+
+/* cancel, freed, other_thread ------------------------------------------- */
+
+static void cancel(struct event_base *base, lw_loop *loop)
+{
+    lw_lock_opts o = lock_opts(10000, 30000, -1);
+    struct req r = {0}, other = {0}, mine = {0};
+    pid_t holder = hold_elsewhere("cancel", 500);
+
+    CHECK_RC(lw_acquire_async(loop, "cancel", 6, &o, on_acquired, &r), LW_OK);
+    CHECK_RC(lw_acquire_async(loop, "cancel", 6, &o, on_acquired, &other),
+             LW_OK);
+    sleep_ms(100);
+    CHECK_EQ(lw_cancel_async(loop, &r), 1);
+    CHECK_EQ(r.done, 1); /* before lw_cancel_async() returned */
+    CHECK_RC(r.status, LW_ECANCELED);
+    CHECK(r.lease == NULL);
+    /* The other request is served, and the canceled one's win (if any)
+     * is given back, not kept: a third request gets the key too. */
+    CHECK_EQ(run_until(base, req_done, &other, 30000), 0);
+    CHECK_RC(other.status, LW_OK);
+    CHECK_RC(lw_release_async(other.lease, NULL, NULL), LW_OK);
+    CHECK_RC(lw_acquire_async(loop, "cancel", 6, &o, on_acquired, &mine),
+             LW_OK);
+    CHECK_EQ(run_until(base, req_done, &mine, 30000), 0);
+    CHECK_RC(mine.status, LW_OK);
+    CHECK_RC(lw_release_async(mine.lease, NULL, NULL), LW_OK);
+    CHECK_EQ(lw_cancel_async(loop, &r), 0); /* nothing left with that ud */
+    reap(holder);
+    printf("cancel: ok\n");
+}
+
+static void freed(void)
+{
+    struct event_base *base = event_base_new();
+    lw_loop *loop = lw_loop_event(base);
+    lw_lock_opts o = lock_opts(10000, 30000, -1);
+    struct req held = {0}, waiting = {0};
+
+    CHECK(loop != NULL);
+    CHECK_RC(lw_acquire_async(loop, "freed", 5, &o, on_acquired, &held), LW_OK);
+    CHECK_EQ(run_until(base, req_done, &held, 10000), 0);
+    CHECK_RC(held.status, LW_OK);
+    CHECK_RC(lw_acquire_async(loop, "freed", 5, &o, on_acquired, &waiting),
+             LW_OK);
+    sleep_ms(100);
+    lw_loop_free(loop);
+    CHECK_EQ(waiting.done, 1);
+    CHECK_RC(waiting.status, LW_ECANCELED);
+    /* The held lease was given back by lw_loop_free(); the waiting one's
+     * worker gives back what it may still win. */
+    for (int i = 0; i < 100 && lock_exists(&srv, "freed"); i++)
+        sleep_ms(50);
+    CHECK_EQ(lock_exists(&srv, "freed"), 0);
+    event_base_free(base);
+    printf("freed: ok\n");
+}
+
+static void *release_it(void *arg)
+{
+    return (void *)(intptr_t)lw_release(arg);
+}
+
+static void other_thread(struct event_base *base, lw_loop *loop)
+{
+    lw_lock_opts o = lock_opts(10000, 0, -1);
+    struct req r = {0};
+    pthread_t t;
+    void *rc;
+
+    CHECK_RC(lw_acquire_async(loop, "ot", 2, &o, on_acquired, &r), LW_OK);
+    CHECK_EQ(run_until(base, req_done, &r, 10000), 0);
+    CHECK_RC(r.status, LW_OK);
+    CHECK(pthread_create(&t, NULL, release_it, r.lease) == 0);
+    CHECK(pthread_join(t, &rc) == 0);
+    CHECK_RC((int)(intptr_t)rc, LW_OK);
+    CHECK_EQ(lock_exists(&srv, "ot"), 0);
+    printf("other_thread: ok\n");
+}
+
+/* errors, kinds ---------------------------------------------------------- */
+
+static void errors(struct event_base *base, lw_loop *loop)
+{
+    lw_lock_opts o = lock_opts(10000, 200, -1), bad = o;
+    struct req r = {0};
+    lw_guard g;
+    int dead = rh_free_port();
+    char url[64];
+
+    bad.expire_ms = 0;
+    CHECK_RC(lw_acquire_async(loop, "e", 1, &bad, on_acquired, &r), LW_EINVAL);
+    CHECK_RC(lw_acquire_async(loop, "e", 0, &o, on_acquired, &r), LW_EINVAL);
+    CHECK_RC(lw_acquire_async(loop, "e", 1, &o, NULL, &r), LW_EINVAL);
+    CHECK_RC(lw_acquire_async(NULL, "e", 1, &o, on_acquired, &r), LW_EINVAL);
+    CHECK_RC(lw_release_async(NULL, NULL, NULL), LW_EINVAL);
+    CHECK_EQ(r.done, 0);
+
+    /* The wait runs out: through the callback. */
+    CHECK_RC(lock_str(&g, "busy", 10000, 0), LW_OK);
+    CHECK_RC(lw_acquire_async(loop, "busy", 4, &o, on_acquired, &r), LW_OK);
+    CHECK_EQ(run_until(base, req_done, &r, 10000), 0);
+    CHECK_RC(r.status, LW_ETIMEOUT);
+    CHECK_RC(lw_guard_leave(&g), LW_OK);
+
+    /* Nobody listening: LW_EREDIS through the callback. */
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", dead);
+    use_url(url, 300, 300);
+    memset(&r, 0, sizeof r);
+    CHECK_RC(lw_acquire_async(loop, "down", 4, &o, on_acquired, &r), LW_OK);
+    CHECK_EQ(run_until(base, req_done, &r, 10000), 0);
+    CHECK_RC(r.status, LW_EREDIS);
+    use_server(&srv);
+    printf("errors: ok\n");
+}
+
+static void kinds(struct event_base *base, lw_loop *loop)
+{
+    lw_lock_opts rd = lock_opts(10000, 0, -1), sem = rd, o = rd;
+    struct req r1 = {0}, r2 = {0}, w = {0}, s[3] = {{0}}, pair = {0};
+    const void *keys[2] = {"pk:2", "pk:1"};
+    size_t lens[2] = {4, 4};
+
+    rd.flags = LW_LOCK_READ;
+    CHECK_RC(lw_acquire_async(loop, "doc", 3, &rd, on_acquired, &r1), LW_OK);
+    CHECK_RC(lw_acquire_async(loop, "doc", 3, &rd, on_acquired, &r2), LW_OK);
+    CHECK_EQ(run_until(base, req_done, &r1, 10000), 0);
+    CHECK_EQ(run_until(base, req_done, &r2, 10000), 0);
+    CHECK_RC(r1.status, LW_OK); /* readers share */
+    CHECK_RC(r2.status, LW_OK);
+    CHECK_RC(lw_acquire_async(loop, "doc", 3, &o, on_acquired, &w), LW_OK);
+    CHECK_EQ(run_until(base, req_done, &w, 10000), 0);
+    CHECK_RC(w.status, LW_ETIMEOUT); /* a writer excluded */
+    CHECK_RC(lw_release_async(r1.lease, NULL, NULL), LW_OK);
+    CHECK_RC(lw_release_async(r2.lease, NULL, NULL), LW_OK);
+
+    sem.permits = 2;
+    for (int i = 0; i < 3; i++)
+        CHECK_RC(lw_acquire_async(loop, "sem", 3, &sem, on_acquired, &s[i]),
+                 LW_OK);
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ(run_until(base, req_done, &s[i], 10000), 0);
+    CHECK_EQ((s[0].status == LW_OK) + (s[1].status == LW_OK) +
+                 (s[2].status == LW_OK),
+             2);
+    for (int i = 0; i < 3; i++)
+        if (s[i].status == LW_OK)
+            CHECK_RC(lw_release_async(s[i].lease, NULL, NULL), LW_OK);
+
+    CHECK_RC(lw_acquire_keys_async(loop, keys, lens, 2, &o, on_acquired, &pair),
+             LW_OK);
+    CHECK_EQ(run_until(base, req_done, &pair, 10000), 0);
+    CHECK_RC(pair.status, LW_OK);
+    CHECK(lw_lease_fence_of(pair.lease, "pk:1", 4) <
+          lw_lease_fence_of(pair.lease, "pk:2", 4)); /* taken in order */
+    CHECK_RC(lw_release_async(pair.lease, NULL, NULL), LW_OK);
+    printf("kinds: ok\n");
+}
+
+/* uv --------------------------------------------------------------------- */
+
+static struct req uv_req;
+
+static void uv_acquired(lw_lease *l, int status, void *ud)
+{
+    on_acquired(l, status, ud);
+    lw_release_async(l, on_released, NULL);
+}
+
+static void uv(void)
+{
+    uv_loop_t uvl;
+    lw_loop *loop;
+    lw_lock_opts o = lock_opts(10000, 10000, -1);
+    int64_t end = now_ms() + 10000;
+
+    CHECK_EQ(uv_loop_init(&uvl), 0);
+    loop = lw_loop_uv(&uvl);
+    CHECK(loop != NULL);
+    released_status = 1;
+    CHECK_RC(lw_acquire_async(loop, "uv", 2, &o, uv_acquired, &uv_req), LW_OK);
+    while ((!uv_req.done || released_status == 1) && now_ms() < end)
+        uv_run(&uvl, UV_RUN_NOWAIT), usleep(1000);
+    CHECK_RC(uv_req.status, LW_OK);
+    CHECK_RC(released_status, LW_OK);
+    CHECK(uv_req.fence > 0);
+    lw_loop_free(loop);
+    uv_run(&uvl, UV_RUN_DEFAULT); /* the poll handle's close */
+    CHECK_EQ(uv_loop_close(&uvl), 0);
+    CHECK_EQ(lock_exists(&srv, "uv"), 0);
+    printf("uv: ok\n");
+}
+
+int main(void)
+{
+    struct event_base *base;
+    lw_loop *loop;
+
+    CHECK_EQ(rh_start(&srv, NULL), 0);
+    use_server(&srv);
+    in_flight();
+    base = event_base_new();
+    loop = lw_loop_event(base);
+    CHECK(loop != NULL);
+    liveness(base, loop);
+    fifo(base, loop);
+    bounded(base, loop);
+    cancel(base, loop);
+    other_thread(base, loop);
+    errors(base, loop);
+    kinds(base, loop);
+    lw_loop_free(loop);
+    event_base_free(base);
+    freed();
+    uv();
+    lw_shutdown();
+    CHECK_EQ(rh_stop(&srv), 0);
+    printf("loop: ok\n");
+    return 0;
+}
