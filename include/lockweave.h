@@ -552,6 +552,26 @@ LW_API int lw_cancel_async(lw_loop *loop, void *ud);
  * returns.  On the loop's thread. */
 LW_API void lw_loop_free(lw_loop *loop);
 
+/* For the wrapper of a woven `loop =` function: take the keys guards
+ * g[0..n) were given (lw_guard_init(), lw_guard_key_*(): each key with its
+ * own options) as one lease on loop, as lw_acquire_keys_async() does;
+ * every guard is finished, whatever it returns. */
+LW_API int lw_acquire_guards_async(lw_loop *loop, lw_guard **g, int n,
+                                   lw_acquired_fn cb, void *ud);
+
+/* For the same wrapper, around the body it runs in the callback: begin
+ * makes lease the body's (lw_fence(), lw_still_held(), lw_take_lease(),
+ * and a guard of one of its keys is re-entry); end returns lease unless
+ * the body took it (then NULL).  On the loop's thread. */
+LW_API void lw_loop_body_begin(lw_lease *lease);
+LW_API lw_lease *lw_loop_body_end(void);
+
+/* Inside a woven `loop =` body: its lease, which is then the body's to
+ * release (lw_release_async() on its loop, lw_release() from any thread)
+ * instead of released when the body returns; NULL outside such a body and
+ * on a second call. */
+LW_API lw_lease *lw_take_lease(void);
+
 /* Release held locks in Redis now and stop the runtime's threads (a
  * service's exit path, tests, leak checkers).  Guards still entered read as
  * lost: leaving one (releasing a lease) is LW_ELOST and changes nothing in

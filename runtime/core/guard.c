@@ -18,6 +18,8 @@
 #include "base/stats.h"
 #include "base/thread.h"
 #include "core/guard.h"
+#include "core/kind.h"
+#include "core/lease.h"
 #include "core/take.h"
 
 /* lw_lock_opts as 0.1.0 has it ends at permits: lw_guard_init() and
@@ -45,6 +47,7 @@ void lw_guard_init_sized(lw_guard *gu, const lw_lock_opts *opts,
     if (g->status == LW_OK)
         lw_guard_key_bytes(gu, s->prefix, s->prefix_len);
     g->fence = 0;
+    g->leased = NULL;
     g->lease.lost = 0;
     g->key_start = g->keylen;
     lw__gate_exit();
@@ -124,6 +127,30 @@ static int own(struct lw_thread *t, struct lw_gimpl *g)
     return LW_OK;
 }
 
+/* Inside a woven loop body, a key of its lease is held already, by the
+ * body: the guard re-enters it (a reader may not ask to write, as above).
+ * LW_OK entered, LW_EINVAL refused, 1 when the body's lease lacks the
+ * key. */
+static int enter_leased(struct lw_thread *t, struct lw_gimpl *g)
+{
+    uint64_t fence;
+    const struct lw_hold *h = lw__lease_body_key(g->key, g->keylen, &fence);
+
+    if (h == NULL)
+        return 1;
+    if (h->kind == &lw__kind_read && !(g->opts.flags & LW_LOCK_READ))
+        return LW_EINVAL;
+    g->state = LW_G_LEASED;
+    g->owner = g;
+    g->leased = h;
+    g->fence = fence;
+    g->fork_gen = lw__fork_gen;
+    push(t, g);
+    LW_STAT_ADD(reentered, 1);
+    t->last_error = LW_OK;
+    return LW_OK;
+}
+
 int lw_guard_enter(lw_guard *gu)
 {
     struct lw_gimpl *g = lw__gimpl(gu), *o;
@@ -157,8 +184,13 @@ int lw_guard_enter(lw_guard *gu)
         t->last_error = LW_OK;
         return LW_OK;
     }
-    if (rc == LW_OK)
-        rc = own(t, g);
+    if (rc == LW_OK) {
+        rc = enter_leased(t, g);
+        if (rc == LW_OK)
+            return LW_OK;
+        if (rc > 0) /* not the body's: taken here */
+            rc = own(t, g);
+    }
     if (rc == LW_OK) {
         t->last_error = LW_OK;
         return LW_OK;
@@ -168,11 +200,17 @@ int lw_guard_enter(lw_guard *gu)
     return finish(t, g, rc);
 }
 
+/* The hold that answers for o, an owner: its own, or the body lease's. */
+static const struct lw_hold *hold_of(const struct lw_gimpl *o)
+{
+    return o->state == LW_G_LEASED ? o->leased : &o->lease;
+}
+
 static int owner_status(const struct lw_gimpl *o)
 {
     if (o->fork_gen != lw__fork_gen)
         return LW_EFORKED;
-    return lw__hold_lost(&o->lease) ? LW_ELOST : LW_OK;
+    return lw__hold_lost(hold_of(o)) ? LW_ELOST : LW_OK;
 }
 
 int lw_guard_leave(lw_guard *gu)
@@ -181,9 +219,12 @@ int lw_guard_leave(lw_guard *gu)
     struct lw_thread *t = lw__thread();
     int rc;
 
-    if (g->state != LW_G_OWNER && g->state != LW_G_REENTERED)
+    if (g->state != LW_G_OWNER && g->state != LW_G_REENTERED &&
+        g->state != LW_G_LEASED)
         return t->last_error = LW_EINVAL;
     unlink_guard(t, g);
+    if (g->state == LW_G_LEASED) /* the body's lease is released later */
+        return finish(t, g, owner_status(g));
     if (g->state == LW_G_REENTERED) {
         g->owner->depth--;
         rc = owner_status(g->owner);
@@ -231,7 +272,8 @@ void lw_guard_cleanup(lw_guard *gu)
         lw_guard_discard(gu);
         return;
     }
-    if (g->state != LW_G_OWNER && g->state != LW_G_REENTERED)
+    if (g->state != LW_G_OWNER && g->state != LW_G_REENTERED &&
+        g->state != LW_G_LEASED)
         return;
     t = lw__thread();
     for (o = t->top; o != NULL && o != g; o = o->outer)
@@ -266,11 +308,14 @@ int(lw_lock)(lw_guard *g, const char *key, size_t keylen,
     return lw_lock_sized(g, key, keylen, opts, OPTS_SIZE_0_1_0);
 }
 
+/* With no guard entered, a woven loop body's lease answers (lease.c). */
 uint64_t lw_fence(void)
 {
     struct lw_gimpl *top = lw__thread()->top;
 
-    if (top == NULL || top->owner->fork_gen != lw__fork_gen)
+    if (top == NULL)
+        return lw_lease_fence(lw__lease_body());
+    if (top->owner->fork_gen != lw__fork_gen)
         return 0;
     return top->owner->fence;
 }
@@ -283,7 +328,9 @@ uint64_t lw_fence_of(const void *key, size_t keylen)
             (keylen == 0 || memcmp(o->key + o->key_start, key, keylen) == 0))
             return o->fence;
     }
-    return 0;
+    return lw__lease_body() != NULL
+               ? lw_lease_fence_of(lw__lease_body(), key, keylen)
+               : 0;
 }
 
 int lw_still_held(void)
@@ -291,12 +338,14 @@ int lw_still_held(void)
     struct lw_gimpl *top = lw__thread()->top;
     const struct lw_hold *l;
 
-    if (top == NULL || owner_status(top->owner) != LW_OK)
+    if (top == NULL)
+        return lw__lease_body() != NULL ? lw_lease_held(lw__lease_body()) : 0;
+    if (owner_status(top->owner) != LW_OK)
         return 0;
     /* Past the lease's end by our own clock, the lock may be someone else's
      * already even though no renewal has failed yet: after this process
      * was paused (SIGSTOP, swapping, a debugger) the watchdog has not had
      * its turn. */
-    l = &top->owner->lease;
+    l = hold_of(top->owner);
     return lw__now_ms() < __atomic_load_n(&l->valid_until_ms, __ATOMIC_RELAXED);
 }

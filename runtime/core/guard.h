@@ -6,15 +6,13 @@
 #include <stdint.h>
 
 #include "core/hold.h"
-
-/* Longest key accepted (prefix included): a lock key past this is a bug in
- * the template, not a name anyone meant. */
-#define LW_KEY_MAX (64 * 1024)
+#include "core/take.h"
 
 enum lw_gstate {
     LW_G_INIT,      /* building the key */
     LW_G_OWNER,     /* holds the Redis lock */
     LW_G_REENTERED, /* satisfied by an outer guard of this thread */
+    LW_G_LEASED,    /* satisfied by the woven loop body's lease */
     LW_G_DONE       /* finished (failed enter, or left) */
 };
 
@@ -26,10 +24,11 @@ struct lw_gimpl {
     size_t key_start; /* where the user's key begins, after the prefix */
     int status;       /* first error met while building the key */
     int state;
-    unsigned fork_gen;      /* process the lock was taken in */
-    uint32_t depth;         /* owner: guards re-entered inside it */
-    struct lw_gimpl *outer; /* next guard out on this thread */
-    struct lw_gimpl *owner; /* the guard that holds the Redis lock */
+    unsigned fork_gen;            /* process the lock was taken in */
+    uint32_t depth;               /* owner: guards re-entered inside it */
+    struct lw_gimpl *outer;       /* next guard out on this thread */
+    struct lw_gimpl *owner;       /* the guard that holds the Redis lock */
+    const struct lw_hold *leased; /* LW_G_LEASED: the lease's key's hold */
     uint64_t fence;
     struct lw_hold lease;
     char inline_key[LW_GUARD_INLINE_KEY];

@@ -19,15 +19,15 @@
 #include "base/gate.h"
 #include "base/stats.h"
 #include "base/thread.h"
-#include "core/guard.h"
 #include "core/lease.h"
 #include "core/take.h"
 
-#define KEYS_MAX 64
+#define KEYS_MAX LW_LEASE_KEYS_MAX
 
 /* One key of a lease. */
 struct key {
     struct lw_hold hold; /* its lock, as the protocol holds it */
+    lw_lock_opts opts;
     uint64_t fence;
     const char *key; /* the full Redis key, prefix first, in the lease's
                         allocation */
@@ -59,10 +59,12 @@ static int key_cmp(const void *pa, const void *pb)
     return (a->keylen > b->keylen) - (a->keylen < b->keylen);
 }
 
-/* A lease of n keys (the prefix before each), sorted, each key once; NULL
- * when out of memory. */
+/* A lease of n keys (the prefix before each) with their options, sorted,
+ * each key once (with the options it was first given); NULL when out of
+ * memory. */
 static struct lw_lease *lease_new(const void *const *keys,
-                                  const size_t *keylens, int n,
+                                  const size_t *keylens,
+                                  const lw_lock_opts *opts, int n,
                                   const char *prefix, size_t prefix_len)
 {
     size_t size = sizeof(struct lw_lease) + (size_t)n * sizeof(struct key);
@@ -80,6 +82,7 @@ static struct lw_lease *lease_new(const void *const *keys,
         memcpy(p, prefix, prefix_len);
         memcpy(p + prefix_len, keys[i], keylens[i]);
         l->k[i].key = p;
+        l->k[i].opts = opts[i];
         l->k[i].keylen = prefix_len + keylens[i];
         l->k[i].prefix_len = prefix_len;
         p += l->k[i].keylen;
@@ -112,15 +115,21 @@ static int give_back(struct lw_lease *l, int n)
     return rc;
 }
 
-/* Take every key of l in order, what is left of one wait for each. */
-static int take_all(struct lw_lease *l, const lw_lock_opts *opts)
+/* Take every key of l in order, what is left of one wait (the shortest
+ * its keys ask for, as lw_guard_enter_all()) for each. */
+static int take_all(struct lw_lease *l)
 {
-    int64_t deadline_us = lw__now_us() + (int64_t)opts->wait_ms * 1000;
-    lw_lock_opts o = *opts;
+    uint32_t wait_ms = UINT32_MAX;
+    int64_t deadline_us;
     int i, rc = LW_OK;
 
+    for (i = 0; i < l->n; i++)
+        if (l->k[i].opts.wait_ms < wait_ms)
+            wait_ms = l->k[i].opts.wait_ms;
+    deadline_us = lw__now_us() + (int64_t)wait_ms * 1000;
     for (i = 0; i < l->n; i++) {
         int64_t left_ms = (deadline_us - lw__now_us()) / 1000;
+        lw_lock_opts o = l->k[i].opts;
         o.wait_ms = left_ms > 0 ? (uint32_t)left_ms : 0; /* 0: one try */
         rc = lw__take(&l->k[i].hold, l->k[i].key, l->k[i].keylen,
                       l->k[i].prefix_len, &o, &l->k[i].fence);
@@ -150,37 +159,47 @@ int lw__lease_args(const void *const *keys, const size_t *keylens, int n,
     return LW_OK;
 }
 
-int lw_acquire_keys_sized(const void *const *keys, const size_t *keylens, int n,
-                          const lw_lock_opts *opts, size_t opts_size,
-                          lw_lease **out)
+int lw__lease_take(const void *const *keys, const size_t *keylens,
+                   const lw_lock_opts *opts, int n, lw_lease **out)
 {
     const struct lw_settings *s;
     struct lw_lease *l = NULL;
-    lw_lock_opts o;
-    int rc = LW_OK;
+    int rc;
 
-    if (out != NULL)
-        *out = NULL;
-    if (out == NULL ||
-        lw__lease_args(keys, keylens, n, opts, opts_size, &o) != LW_OK)
-        return set_last(LW_EINVAL);
+    *out = NULL;
     lw__fork_init();
     lw__gate_pass(); /* lw_shutdown() frees the settings read here */
     s = lw__settings();
     rc = s->error;
     if (rc == LW_OK) {
-        l = lease_new(keys, keylens, n, s->prefix, s->prefix_len);
+        l = lease_new(keys, keylens, opts, n, s->prefix, s->prefix_len);
         rc = l == NULL ? LW_ENOMEM : LW_OK;
     }
     lw__gate_exit();
     if (rc == LW_OK)
-        rc = take_all(l, &o);
+        rc = take_all(l);
     if (rc != LW_OK) {
         free(l);
         return set_last(rc);
     }
     *out = l;
     return set_last(LW_OK);
+}
+
+int lw_acquire_keys_sized(const void *const *keys, const size_t *keylens, int n,
+                          const lw_lock_opts *opts, size_t opts_size,
+                          lw_lease **out)
+{
+    lw_lock_opts o[KEYS_MAX];
+
+    if (out != NULL)
+        *out = NULL;
+    if (out == NULL ||
+        lw__lease_args(keys, keylens, n, opts, opts_size, &o[0]) != LW_OK)
+        return set_last(LW_EINVAL);
+    for (int i = 1; i < n; i++)
+        o[i] = o[0];
+    return lw__lease_take(keys, keylens, o, n, out);
 }
 
 int lw_acquire_sized(const void *key, size_t keylen, const lw_lock_opts *opts,
@@ -247,4 +266,55 @@ void lw__lease_set_owner(lw_lease *l, lw_lease_owner_fn fn, void *owner)
 void *lw__lease_owner(const lw_lease *l, lw_lease_owner_fn fn)
 {
     return l->told == fn && fn != NULL ? l->owner : NULL;
+}
+
+/* The lease of the woven loop body running on this thread, if any (each
+ * runs on its loop's thread, from lw_loop_dispatch()): what lw_fence(),
+ * lw_still_held() and lw_take_lease() there mean. */
+static _Thread_local struct {
+    lw_lease *lease;
+    int taken;
+} body;
+
+void lw_loop_body_begin(lw_lease *l)
+{
+    body.lease = l;
+    body.taken = 0;
+}
+
+lw_lease *lw_loop_body_end(void)
+{
+    lw_lease *l = body.taken ? NULL : body.lease;
+
+    body.lease = NULL;
+    body.taken = 0;
+    return l;
+}
+
+lw_lease *lw_take_lease(void)
+{
+    if (body.lease == NULL || body.taken)
+        return NULL;
+    body.taken = 1;
+    return body.lease;
+}
+
+const lw_lease *lw__lease_body(void)
+{
+    return body.lease;
+}
+
+const struct lw_hold *lw__lease_body_key(const char *key, size_t keylen,
+                                         uint64_t *fence)
+{
+    const struct lw_lease *l = body.lease;
+
+    if (l == NULL || l->fork_gen != lw__fork_gen)
+        return NULL;
+    for (int i = 0; i < l->n; i++)
+        if (l->k[i].keylen == keylen && memcmp(l->k[i].key, key, keylen) == 0) {
+            *fence = l->k[i].fence;
+            return &l->k[i].hold;
+        }
+    return NULL;
 }

@@ -2,7 +2,10 @@
 #define LW_LEASE_H
 
 #include <lockweave.h>
+
+#define LW_LEASE_KEYS_MAX 64 /* keys of one lease, at most */
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * Leases (lease.c), as the layers above core see them: the arguments'
@@ -16,6 +19,12 @@
 int lw__lease_args(const void *const *keys, const size_t *keylens, int n,
                    const lw_lock_opts *opts, size_t opts_size, lw_lock_opts *o);
 
+/* What lw_acquire_keys() does once its arguments are checked, each key
+ * with its own options (opts[i]; the wait is the shortest of them): LW_OK
+ * with *out, or why not (also in lw_last_error()). */
+int lw__lease_take(const void *const *keys, const size_t *keylens,
+                   const lw_lock_opts *opts, int n, lw_lease **out);
+
 /* Release hook: fn(owner, l) runs in lw_release(l), from the releasing
  * thread, before l's keys are given back.  fn NULL: none.  Not
  * thread-safe against a release of l. */
@@ -24,5 +33,13 @@ void lw__lease_set_owner(lw_lease *l, lw_lease_owner_fn fn, void *owner);
 
 /* l's owner if fn is its hook, else NULL. */
 void *lw__lease_owner(const lw_lease *l, lw_lease_owner_fn fn);
+
+/* The woven loop body's lease on this thread (lw_loop_body_begin()), or
+ * NULL; and, when it has the full Redis key key, that key's hold, with
+ * *fence its fence (a guard of it inside the body is re-entry), else NULL. */
+struct lw_hold;
+const lw_lease *lw__lease_body(void);
+const struct lw_hold *lw__lease_body_key(const char *key, size_t keylen,
+                                         uint64_t *fence);
 
 #endif

@@ -7,6 +7,10 @@
 
 #include "core/hold.h"
 
+/* Longest key accepted (prefix included): a lock key past this is a bug in
+ * the template, not a name anyone meant. */
+#define LW_KEY_MAX (64 * 1024)
+
 /*
  * Taking and giving back one key's lock, whoever holds it: a guard on its
  * thread's stack (guard.c) or a lease any thread releases (lease.c).

@@ -36,7 +36,9 @@
 
 #include "base/config.h"
 #include "base/fork.h"
+#include "core/guard.h"
 #include "core/lease.h"
+#include "core/take.h"
 
 #define ACQUIRERS_MAX 16 /* workers waiting for locks, at most */
 #define RELEASERS_MAX 2  /* workers giving them back */
@@ -55,9 +57,9 @@ struct request {
     lw_released_fn released;
     lw_lease *lease; /* RELEASE: to give back; ACQUIRE: what was won */
     int status;
-    lw_lock_opts opts;
-    int n;             /* keys */
-    const void **keys; /* into the request's own allocation */
+    int n;              /* keys; then, in the request's own allocation: */
+    lw_lock_opts *opts; /* each key's options */
+    const void **keys;
     size_t *keylens;
 };
 
@@ -174,8 +176,8 @@ static int keep(struct lw_loop *lw, lw_lease *l)
 static void run(struct request *q)
 {
     if (q->pool == ACQUIRE)
-        q->status = lw_acquire_keys_sized(q->keys, q->keylens, q->n, &q->opts,
-                                          sizeof q->opts, &q->lease);
+        q->status =
+            lw__lease_take(q->keys, q->keylens, q->opts, q->n, &q->lease);
     else
         q->status = lw_release(q->lease);
 }
@@ -310,12 +312,15 @@ lw_loop *lw_loop_new_sized(const lw_loop_hooks *hooks, size_t size)
     return lw;
 }
 
-/* A request for keys (copied), on the heap; NULL when out of memory. */
+/* A request for n keys (copied), each with its options; on the heap, NULL
+ * when out of memory. */
 static struct request *request_new(const void *const *keys,
-                                   const size_t *keylens, int n)
+                                   const size_t *keylens,
+                                   const lw_lock_opts *opts, int n)
 {
     size_t size =
-        sizeof(struct request) + (size_t)n * (sizeof(void *) + sizeof(size_t));
+        sizeof(struct request) +
+        (size_t)n * (sizeof(lw_lock_opts) + sizeof(void *) + sizeof(size_t));
     struct request *q;
     char *p;
 
@@ -324,11 +329,13 @@ static struct request *request_new(const void *const *keys,
     q = calloc(1, size);
     if (q == NULL)
         return NULL;
-    q->keys = (const void **)(void *)(q + 1);
+    q->opts = (lw_lock_opts *)(void *)(q + 1);
+    q->keys = (const void **)(void *)(q->opts + n);
     q->keylens = (size_t *)(void *)(q->keys + n);
     p = (char *)(q->keylens + n);
     for (int i = 0; i < n; i++) {
         memcpy(p, keys[i], keylens[i]);
+        q->opts[i] = opts[i];
         q->keys[i] = p;
         q->keylens[i] = keylens[i];
         p += keylens[i];
@@ -353,27 +360,69 @@ static int start(struct lw_loop *lw, struct request *q)
     return rc;
 }
 
+/* Start taking n keys (each with its options, checked) for cb and ud. */
+static int acquire(struct lw_loop *lw, const void *const *keys,
+                   const size_t *keylens, const lw_lock_opts *opts, int n,
+                   lw_acquired_fn cb, void *ud)
+{
+    struct request *q;
+
+    if (lw->fork_gen != lw__fork_gen)
+        return LW_EFORKED; /* its workers are the parent's */
+    q = request_new(keys, keylens, opts, n);
+    if (q == NULL)
+        return LW_ENOMEM;
+    q->pool = ACQUIRE;
+    q->acquired = cb;
+    q->ud = ud;
+    return start(lw, q);
+}
+
 int lw_acquire_keys_async_sized(lw_loop *lw, const void *const *keys,
                                 const size_t *keylens, int n,
                                 const lw_lock_opts *opts, size_t opts_size,
                                 lw_acquired_fn cb, void *ud)
 {
-    struct request *q;
-    lw_lock_opts o;
+    lw_lock_opts o[LW_LEASE_KEYS_MAX];
 
     if (lw == NULL || cb == NULL ||
-        lw__lease_args(keys, keylens, n, opts, opts_size, &o) != LW_OK)
+        lw__lease_args(keys, keylens, n, opts, opts_size, &o[0]) != LW_OK)
         return LW_EINVAL;
-    if (lw->fork_gen != lw__fork_gen)
-        return LW_EFORKED; /* its workers are the parent's */
-    q = request_new(keys, keylens, n);
-    if (q == NULL)
-        return LW_ENOMEM;
-    q->pool = ACQUIRE;
-    q->opts = o;
-    q->acquired = cb;
-    q->ud = ud;
-    return start(lw, q);
+    for (int i = 1; i < n; i++)
+        o[i] = o[0];
+    return acquire(lw, keys, keylens, o, n, cb, ud);
+}
+
+int lw_acquire_guards_async(lw_loop *lw, lw_guard **g, int n, lw_acquired_fn cb,
+                            void *ud)
+{
+    const void *keys[LW_LEASE_KEYS_MAX];
+    size_t lens[LW_LEASE_KEYS_MAX];
+    lw_lock_opts opts[LW_LEASE_KEYS_MAX];
+    int rc = LW_OK;
+
+    if (lw == NULL || cb == NULL || g == NULL || n < 1 || n > LW_LEASE_KEYS_MAX)
+        rc = LW_EINVAL;
+    for (int i = 0; rc == LW_OK && i < n; i++) {
+        const struct lw_gimpl *gi = g[i] != NULL ? lw__gimpl(g[i]) : NULL;
+        if (gi == NULL || gi->state != LW_G_INIT)
+            rc = LW_EINVAL;
+        else if (gi->status != LW_OK)
+            rc = gi->status; /* the key could not be built, or bad config */
+        else if (gi->keylen == gi->key_start || lw__opts_check(&gi->opts))
+            rc = LW_EINVAL;
+        else {
+            keys[i] = gi->key + gi->key_start;
+            lens[i] = gi->keylen - gi->key_start;
+            opts[i] = gi->opts;
+        }
+    }
+    if (rc == LW_OK)
+        rc = acquire(lw, keys, lens, opts, n, cb, ud); /* copies the keys */
+    for (int i = 0; g != NULL && i < n && i < LW_LEASE_KEYS_MAX; i++)
+        if (g[i] != NULL)
+            lw_guard_discard(g[i]);
+    return rc;
 }
 
 int lw_acquire_async_sized(lw_loop *lw, const void *key, size_t keylen,
@@ -394,7 +443,7 @@ int lw_release_async(lw_lease *l, lw_released_fn cb, void *ud)
     if (h == NULL)
         return LW_EINVAL; /* not a lease of a loop's */
     lw = h->loop;
-    q = request_new(NULL, NULL, 0);
+    q = request_new(NULL, NULL, NULL, 0);
     if (q == NULL)
         return LW_ENOMEM;
     q->pool = RELEASE;

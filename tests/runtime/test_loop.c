@@ -22,6 +22,10 @@
  *   errors        bad arguments at once (no callback); a wait that runs
  *                 out and an unreachable server through the callback
  *   kinds         read leases share, a semaphore's N, several keys
+ *   woven_body    what a woven `loop =` wrapper does: keys built by guards
+ *                 (lw_acquire_guards_async), the body run under its lease
+ *                 (lw_fence, lw_fence_of, lw_still_held, a guard of its
+ *                 key re-entered), lw_take_lease() once
  *   uv            the same through <lockweave/uv.h>
  */
 #include <event2/event.h>
@@ -573,6 +577,81 @@ static void kinds(struct event_base *base, lw_loop *loop)
     printf("kinds: ok\n");
 }
 
+/* body: what a woven `loop =` wrapper does ------------------------------ */
+
+static struct {
+    int ran, reentered, taken_twice;
+    uint64_t fence, fence_in_body, fence_of;
+    int held;
+    lw_lease *taken;
+} bd;
+
+/* The body of a woven function, run under its lease. */
+static void body(void)
+{
+    lw_guard g;
+
+    bd.ran = 1;
+    bd.fence_in_body = lw_fence();
+    bd.fence_of = lw_fence_of("body:b", 6);
+    bd.held = lw_still_held();
+    /* A blocking guard of the same key inside: re-entry, no wait. */
+    bd.reentered = lock_str(&g, "body:a", 10000, 0) == LW_OK &&
+                   lw_fence() == bd.fence_in_body &&
+                   lw_guard_leave(&g) == LW_OK;
+    bd.taken = lw_take_lease();
+    bd.taken_twice = lw_take_lease() != NULL;
+}
+
+static void body_run(lw_lease *l, int status, void *ud)
+{
+    struct req *r = ud;
+
+    r->done = 1;
+    r->status = status;
+    if (status != LW_OK)
+        return;
+    bd.fence = lw_lease_fence(l);
+    lw_loop_body_begin(l);
+    body();
+    r->lease = lw_loop_body_end(); /* NULL: the body took it */
+}
+
+static void woven_body(struct event_base *base, lw_loop *loop)
+{
+    lw_lock_opts o = lock_opts(10000, 1000, -1);
+    lw_guard ga, gb, *g[2] = {&gb, &ga};
+    struct req r = {0};
+
+    lw_guard_init(&ga, &o);
+    lw_guard_key_str(&ga, "body:a");
+    lw_guard_init(&gb, &o);
+    lw_guard_key_str(&gb, "body:b");
+    CHECK_RC(lw_acquire_guards_async(loop, g, 2, body_run, &r), LW_OK);
+    CHECK_EQ(run_until(base, req_done, &r, 10000), 0);
+    CHECK_RC(r.status, LW_OK);
+    CHECK_EQ(bd.ran, 1);
+    CHECK_EQ(bd.fence_in_body, bd.fence);
+    CHECK(bd.fence_of > 0 && bd.fence_of != bd.fence);
+    CHECK_EQ(bd.held, 1);
+    CHECK_EQ(bd.reentered, 1);
+    CHECK(bd.taken != NULL && r.lease == NULL && !bd.taken_twice);
+    /* Outside a body: nothing to take, no fence. */
+    CHECK(lw_take_lease() == NULL);
+    CHECK_EQ(lw_fence(), 0);
+    CHECK_EQ(lw_still_held(), 0);
+    /* The body took it: its keys stay held until it is released. */
+    CHECK_EQ(lock_exists(&srv, "body:a"), 1);
+    CHECK_RC(lw_release_async(bd.taken, NULL, NULL), LW_OK);
+    for (int i = 0; i < 100 && lock_exists(&srv, "body:a"); i++) {
+        event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+        sleep_ms(10);
+    }
+    CHECK_EQ(lock_exists(&srv, "body:a"), 0);
+    CHECK_EQ(lock_exists(&srv, "body:b"), 0);
+    printf("woven_body: ok\n");
+}
+
 /* uv --------------------------------------------------------------------- */
 
 static struct req uv_req;
@@ -625,6 +704,7 @@ int main(void)
     other_thread(base, loop);
     errors(base, loop);
     kinds(base, loop);
+    woven_body(base, loop);
     lw_loop_free(loop);
     event_base_free(base);
     freed();
