@@ -26,6 +26,9 @@
  *                 (lw_acquire_guards_async), the body run under its lease
  *                 (lw_fence, lw_fence_of, lw_still_held, a guard of its
  *                 key re-entered), lw_take_lease() once
+ *   faults        connections cut, the server paused, the server restarted
+ *                 while 8 requests wait: each ends (served or told why),
+ *                 and a request after it is served
  *   uv            the same through <lockweave/uv.h>
  */
 #include <event2/event.h>
@@ -242,6 +245,10 @@ static void tick(evutil_socket_t fd, short what, void *arg)
     ticks++;
 }
 
+/* Set while a fault may take the holder's lock away (its leave then says
+ * LW_ELOST, rightly). */
+static int holder_may_lose;
+
 /* A child that takes key and holds it hold_ms; returns once it holds it. */
 static pid_t hold_elsewhere(const char *key, int hold_ms)
 {
@@ -258,7 +265,8 @@ static pid_t hold_elsewhere(const char *key, int hold_ms)
         CHECK_RC(lock_str(&g, key, 30000, 0), LW_OK);
         CHECK_EQ(write(go[1], "x", 1), 1);
         sleep_ms(hold_ms);
-        CHECK_RC(lw_guard_leave(&g), LW_OK);
+        if (lw_guard_leave(&g) != LW_OK && !holder_may_lose)
+            _exit(1);
         lw_shutdown();
         _exit(0);
     }
@@ -577,6 +585,86 @@ static void kinds(struct event_base *base, lw_loop *loop)
     printf("kinds: ok\n");
 }
 
+/* faults: the server restarted, paused, connections cut, while requests
+ * wait ------------------------------------------------------------------- */
+
+static int n_done(void *arg)
+{
+    struct req *r = arg;
+
+    for (int i = 0; i < 8; i++)
+        if (!r[i].done)
+            return 0;
+    return 1;
+}
+
+/* on_acquired(), giving a lock it got back at once. */
+static void on_acquired_back(lw_lease *l, int status, void *ud)
+{
+    on_acquired(l, status, ud);
+    if (l != NULL)
+        lw_release_async(l, NULL, NULL);
+}
+
+/* 8 requests for a key held elsewhere, then fault() (on this thread, so
+ * the loop waits for it: liveness is liveness()'s); every request ends,
+ * served or told why, and a new request after it is served. */
+static void while_waiting(struct event_base *base, lw_loop *loop,
+                          const char *what, void (*fault)(void))
+{
+    lw_lock_opts o = lock_opts(3000, 20000, -1);
+    struct req r[8] = {{0}}, after = {0};
+    pid_t holder = hold_elsewhere("fault", 800);
+    int ok = 0;
+
+    for (int i = 0; i < 8; i++)
+        CHECK_RC(
+            lw_acquire_async(loop, "fault", 5, &o, on_acquired_back, &r[i]),
+            LW_OK);
+    sleep_ms(200);
+    fault();
+    CHECK_EQ(run_until(base, n_done, r, 60000), 0);
+    for (int i = 0; i < 8; i++) {
+        ok += r[i].status == LW_OK;
+        CHECK_MSG(r[i].status == LW_OK || r[i].status == LW_EREDIS ||
+                      r[i].status == LW_ETIMEOUT,
+                  "%s: request %d: %s", what, i, lw_strerror(r[i].status));
+    }
+    CHECK_RC(lw_acquire_async(loop, "fault", 5, &o, on_acquired, &after),
+             LW_OK);
+    CHECK_EQ(run_until(base, req_done, &after, 30000), 0);
+    CHECK_RC(after.status, LW_OK);
+    CHECK_RC(lw_release_async(after.lease, NULL, NULL), LW_OK);
+    reap(holder);
+    printf("faults: %s while 8 requests waited: %d served\n", what, ok);
+}
+
+static void restart_server(void)
+{
+    CHECK_EQ(rh_restart(&srv), 0);
+}
+
+static void pause_server(void)
+{
+    CHECK_EQ(rh_pause(&srv), 0);
+    sleep_ms(1000);
+    CHECK_EQ(rh_resume(&srv), 0);
+}
+
+static void cut_connections(void)
+{
+    CHECK(rh_cmd_int(&srv, "CLIENT KILL TYPE normal SKIPME yes") >= 1);
+}
+
+static void faults(struct event_base *base, lw_loop *loop)
+{
+    holder_may_lose = 1;
+    while_waiting(base, loop, "connections cut", cut_connections);
+    while_waiting(base, loop, "the server paused 1 s", pause_server);
+    while_waiting(base, loop, "the server restarted", restart_server);
+    holder_may_lose = 0;
+}
+
 /* body: what a woven `loop =` wrapper does ------------------------------ */
 
 static struct {
@@ -705,6 +793,7 @@ int main(void)
     errors(base, loop);
     kinds(base, loop);
     woven_body(base, loop);
+    faults(base, loop);
     lw_loop_free(loop);
     event_base_free(base);
     freed();
