@@ -373,6 +373,15 @@ const lw_option lw_options[] = {
      .field = offsetof(lw_lockopts, read),
      .words = modes,
      .woven = {"flags", NULL}},
+    /* The call asks for the lock on this loop and returns; the body runs
+     * there once it is held.  One lease takes all of a function's keys, on
+     * one loop: alias macros that each carry it may all give it. */
+    {.name = "loop",
+     .kind = LW_OPT_EXPR,
+     .field = offsetof(lw_func, loop),
+     .void_only = "its call returns before the body runs",
+     .type = "lw_loop *",
+     .agree = 1},
     {.name = NULL},
 };
 

@@ -162,21 +162,65 @@ int decl_print_fn(lw_buf *b, CXType fn, const char *name,
     return decl_rec2(b, clang_getResultType(fn), buf_take(&s), 1);
 }
 
+/* Printed with a name no type spelling holds, then cut there: a
+ * declarator's shape does not depend on the name it declares. */
+static const char hole[] = "\x01";
+
+/* b, printed with hole for the name (rc: how that went), as d.  Frees b. */
+static int split_at_hole(lw_decl *d, lw_buf *b, int rc)
+{
+    const char *at = rc == 0 ? strstr(b->p, hole) : NULL;
+    if (at) {
+        d->head = xstrndup(b->p, (size_t)(at - b->p));
+        d->tail = xstrdup(at + sizeof hole - 1);
+    }
+    buf_free(b);
+    return at ? 0 : -1;
+}
+
 int decl_split(lw_decl *d, CXType t, const char *const *pnames)
 {
-    /* Printed with a name no type spelling holds, then cut there: a
-     * declarator's shape does not depend on the name it declares. */
-    static const char hole[] = "\x01";
     lw_buf b = {0};
     int rc =
         pnames ? decl_print_fn(&b, t, hole, pnames) : decl_print(&b, t, hole);
-    const char *at = rc == 0 ? strstr(b.p, hole) : NULL;
-    if (at) {
-        d->head = xstrndup(b.p, (size_t)(at - b.p));
-        d->tail = xstrdup(at + sizeof hole - 1);
+    return split_at_hole(d, &b, rc);
+}
+
+/* As decl_print(), for a parameter declared as t: the object that holds
+ * its value is a pointer where the parameter is an array or a function,
+ * written or through a typedef. */
+static int decl_print_param(lw_buf *b, CXType t, const char *name)
+{
+    CXType c = clang_getCanonicalType(t);
+    lw_buf inner = {0};
+    int rc;
+    switch (c.kind) {
+    case CXType_ConstantArray:
+    case CXType_IncompleteArray:
+    case CXType_VariableArray: {
+        CXType elem =
+            clang_getArrayElementType(is_declarator_type(t.kind) ? t : c);
+        buf_printf(&inner, is_declarator_type(elem.kind) ? "(*%s)" : "*%s",
+                   name);
+        rc = decl_rec(b, elem, buf_take(&inner));
+        break;
     }
-    buf_free(&b);
-    return at ? 0 : -1;
+    case CXType_FunctionProto:
+    case CXType_FunctionNoProto:
+        buf_printf(&inner, "(*%s)", name);
+        rc = decl_rec(b, is_declarator_type(t.kind) ? t : c, buf_take(&inner));
+        break;
+    default:
+        rc = decl_print(b, t, name);
+    }
+    return rc;
+}
+
+int decl_split_param(lw_decl *d, CXType t)
+{
+    lw_buf b = {0};
+    int rc = decl_print_param(&b, t, hole);
+    return split_at_hole(d, &b, rc);
 }
 
 void decl_free(lw_decl *d)

@@ -13,9 +13,11 @@
  * declare itself (those begin with LW_RESERVED), and where each comes
  * from.  A parameter of the wrapper with one of these names would hide it
  * there, so the scan refuses such a parameter. */
-static const struct {
+typedef struct wrapper_use {
     const char *name, *from;
-} wrapper_uses[] = {
+} wrapper_use;
+
+static const wrapper_use wrapper_uses[] = {
     {"lw_lock_opts", "<lockweave.h>"},
     {"lw_guard", "<lockweave.h>"},
     {"lw_guard_init", "<lockweave.h>"},
@@ -36,12 +38,39 @@ static const struct {
     {"uint64_t", "<stdint.h>"},
 };
 
-const char *emit_uses(const char *name)
+/* The same for what only the wrapper of a function with a loop, and its
+ * callback, refer to: refused as the parameters of such a function only. */
+static const wrapper_use loop_uses[] = {
+    {"lw_loop", "<lockweave.h>"},
+    {"lw_lease", "<lockweave.h>"},
+    {"lw_acquire_guards_async", "<lockweave.h>"},
+    {"lw_loop_body_begin", "<lockweave.h>"},
+    {"lw_loop_body_end", "<lockweave.h>"},
+    {"lw_release_async", "<lockweave.h>"},
+    {"LW_ENOMEM", "<lockweave.h>"},
+    {"malloc", "<stdlib.h>"},
+    {"free", "<stdlib.h>"},
+    {"NULL", "<stdlib.h>"},
+    {"memcpy", "<string.h>"},
+};
+
+const char *emit_uses(const char *name, int loop)
 {
     for (size_t i = 0; i < sizeof wrapper_uses / sizeof *wrapper_uses; i++)
         if (strcmp(wrapper_uses[i].name, name) == 0)
             return wrapper_uses[i].from;
+    for (size_t i = 0; loop && i < sizeof loop_uses / sizeof *loop_uses; i++)
+        if (strcmp(loop_uses[i].name, name) == 0)
+            return loop_uses[i].from;
     return NULL;
+}
+
+const char *emit_includes(const lw_func *funcs, int nfuncs)
+{
+    for (int i = 0; i < nfuncs; i++)
+        if (funcs[i].loop.text)
+            return "#include <stdlib.h>\n#include <string.h>\n";
+    return "";
 }
 
 /* A C string literal for n bytes: printable ASCII as is, the rest octal
@@ -213,7 +242,9 @@ static void put_lock_options(lw_buf *b, const lw_lockopts *v)
 
 /* The wrapper up to the body's call: options, guards, skip_if, keys, and
  * the acquisition, returning retstmt when it fails.  Several locks are
- * entered as one (lw_guard_enter_all: sorted by key, all or none).
+ * entered as one (lw_guard_enter_all: sorted by key, all or none).  With
+ * a loop, up to the keys: the guards, in lw__gs, only give their keys and
+ * options to the request (put_loop_call).
  *
  * Each guard is left by its cleanup however the wrapper's scope ends, an
  * exception from C++ code the body calls included (lw_guard_cleanup: a
@@ -221,6 +252,7 @@ static void put_lock_options(lw_buf *b, const lw_lockopts *v)
  * guard is initialised before the first return. */
 static void put_locks(lw_buf *wr, const lw_func *f, const char *retstmt)
 {
+    int loop = f->loop.text != NULL;
     int n = f->nlocks;
     lw_buf leave = {0};
 
@@ -243,11 +275,13 @@ static void put_locks(lw_buf *wr, const lw_func *f, const char *retstmt)
         guard_name(wr, f, "lw__g", i);
         buf_puts(wr, " __attribute__((__cleanup__(lw_guard_cleanup)));\n");
     }
-    if (n > 1) {
+    if (n > 1 || loop) {
         buf_printf(
             wr, "    enum { lw__n = %d };\n    lw_guard *lw__gs[lw__n] = {", n);
-        for (int i = 0; i < n; i++)
-            buf_printf(wr, "%s&lw__g%d", i ? ", " : "", i);
+        for (int i = 0; i < n; i++) {
+            buf_puts(wr, i ? ", &" : "&");
+            guard_name(wr, f, "lw__g", i);
+        }
         buf_puts(wr, "};\n");
     }
     for (int i = 0; i < n; i++) {
@@ -266,6 +300,8 @@ static void put_locks(lw_buf *wr, const lw_func *f, const char *retstmt)
         emit_key(wr, &f->locks[i].key, g.p, "    ");
         buf_free(&g);
     }
+    if (loop)
+        return;
     if (n == 1)
         buf_printf(wr, "    if (lw_guard_enter(&lw__g) != LW_OK)\n        %s\n",
                    retstmt);
@@ -279,6 +315,130 @@ static void put_locks(lw_buf *wr, const lw_func *f, const char *retstmt)
         put_skip_if(wr, &f->skip_if, " /* checked again under the lock */",
                     leave.p, retstmt);
     buf_free(&leave);
+}
+
+/* A user's expression run as a statement, with the indent of one. */
+static void put_user_stmt(lw_buf *b, const lw_expr *e, const char *indent)
+{
+    buf_printf(b, "%s(", indent);
+    put_user_expr(b, e);
+    buf_printf(b, "%s);\n", indent);
+}
+
+/* The struct that keeps the arguments of a call of f with a loop for its
+ * body, which runs on the loop after the call has returned: a member for
+ * each parameter, of its type as an object (an array parameter is the
+ * pointer it is). */
+static void put_loop_args(lw_buf *b, const lw_func *f)
+{
+    if (f->nparams == 0)
+        return;
+    buf_printf(b,
+               "/* The arguments of a call of %s(), kept for its body, which "
+               "runs on the loop\n"
+               " * after the call has returned. */\n"
+               "struct lw__%s_args {\n",
+               f->name, f->name);
+    for (int i = 0; i < f->nparams; i++) {
+        buf_puts(b, "    ");
+        put_decl(b, &f->params[i].decl, f->params[i].use);
+        buf_puts(b, ";\n");
+    }
+    buf_puts(b, "};\n\n");
+}
+
+/* The callback of f's request, on the loop: the arguments back under the
+ * parameters' names, for the body and for on_fail and skip_if; then, with
+ * the lock held, the body under its lease, which is released after it
+ * unless the body took it (lw_take_lease()); without, on_fail.  call: the
+ * body's call, lifting the #define (lift, restore). */
+static void put_loop_run(lw_buf *b, const lw_func *f, const char *spec,
+                         const char *call, const char *lift,
+                         const char *restore)
+{
+    buf_puts(b, "/* On the loop, once the lock is held (lw__l) or cannot be "
+                "(lw__s says why). */\n");
+    /* Linkage as the body's: external only where an external inline
+     * wrapper refers to it, with a prototype of its own then
+     * (-Wmissing-prototypes). */
+    if (!*spec)
+        buf_printf(b,
+                   "void lw__%s_run(lw_lease *lw__l, int lw__s, void "
+                   "*lw__ud);\n",
+                   f->name);
+    buf_printf(b,
+               "%svoid lw__%s_run(lw_lease *lw__l, int lw__s, void *lw__ud)\n"
+               "{\n",
+               spec, f->name);
+    if (f->nparams == 0)
+        buf_puts(b, "    (void)lw__ud;\n");
+    else {
+        buf_printf(b, "    struct lw__%s_args *lw__a = lw__ud;\n", f->name);
+        for (int i = 0; i < f->nparams; i++) {
+            buf_puts(b, "    ");
+            put_decl(b, &f->params[i].decl, f->params[i].use);
+            buf_printf(b, " = lw__a->%s;\n", f->params[i].use);
+        }
+        buf_puts(b, "    free(lw__a);\n");
+    }
+    buf_puts(b, "    if (lw__s != LW_OK) {\n"
+                "        lw_set_last_error(lw__s);\n");
+    if (f->on_fail.text)
+        put_user_stmt(b, &f->on_fail, "        ");
+    buf_puts(b, "        return;\n"
+                "    }\n");
+    if (f->skip_if.text)
+        put_skip_if(b, &f->skip_if, " /* checked again under the lock */",
+                    "        lw_release_async(lw__l, NULL, NULL);\n",
+                    "return;");
+    buf_printf(b,
+               "    lw_set_last_error(LW_OK);\n"
+               "    lw_loop_body_begin(lw__l);\n"
+               "%s    %s\n%s"
+               "    lw__l = lw_loop_body_end();\n"
+               "    if (lw__l != NULL)\n"
+               "        lw_release_async(lw__l, NULL, NULL);\n"
+               "}\n\n",
+               lift, call, restore);
+}
+
+/* The rest of the wrapper of f with a loop, after put_locks(): the loop,
+ * the arguments kept, and the request, whose callback runs the body;
+ * on_fail at once when it cannot be made (lw_last_error() says why: a NULL
+ * loop is LW_EINVAL). */
+static void put_loop_call(lw_buf *b, const lw_func *f)
+{
+    buf_puts(b, "    lw_loop *lw__loop = (");
+    put_user_expr(b, &f->loop);
+    buf_puts(b, "    );\n");
+    if (f->nparams == 0)
+        buf_printf(b,
+                   "    int lw__rc = lw_acquire_guards_async(lw__loop, lw__gs, "
+                   "lw__n, lw__%s_run, NULL);\n",
+                   f->name);
+    else {
+        buf_printf(b, "    struct lw__%s_args lw__v = {", f->name);
+        for (int i = 0; i < f->nparams; i++)
+            buf_printf(b, "%s%s", i ? ", " : "", f->params[i].use);
+        /* Copied, not assigned: a struct argument may have const members. */
+        buf_printf(b,
+                   "};\n"
+                   "    struct lw__%s_args *lw__a = malloc(sizeof *lw__a);\n"
+                   "    int lw__rc = LW_ENOMEM;\n"
+                   "    if (lw__a != NULL) {\n"
+                   "        memcpy(lw__a, &lw__v, sizeof lw__v);\n"
+                   "        lw__rc = lw_acquire_guards_async(lw__loop, lw__gs, "
+                   "lw__n, lw__%s_run, lw__a);\n"
+                   "        if (lw__rc != LW_OK)\n"
+                   "            free(lw__a);\n"
+                   "    }\n",
+                   f->name, f->name);
+    }
+    buf_puts(b, "    lw_set_last_error(lw__rc);\n");
+    if (f->on_fail.text) {
+        buf_puts(b, "    if (lw__rc != LW_OK)\n");
+        put_user_stmt(b, &f->on_fail, "        ");
+    }
 }
 
 void emit_func(const lw_func *f, lw_woven *out)
@@ -343,24 +503,37 @@ void emit_func(const lw_func *f, lw_woven *out)
         buf_putc(&wr, ')');
     }
     buf_puts(&wr, " */\n");
+    lw_buf call = {0};
+    buf_printf(&call, "%s(", callee);
+    for (int i = 0; i < f->nparams; i++)
+        buf_printf(&call, "%s%s", i ? ", " : "", f->params[i].use);
+    buf_puts(&call, ");");
+    if (f->loop.text) {
+        put_loop_args(&wr, f);
+        put_loop_run(&wr, f, bspec, call.p, lift.p ? lift.p : "",
+                     restore.p ? restore.p : "");
+    }
     put_spec(&wr, f);
     put_decl(&wr, &f->def, name);
     buf_puts(&wr, "\n{\n");
     put_return(&ret, f);
     put_locks(&wr, f, ret.p);
-    buf_put(&wr, lift.p, lift.len);
-    buf_puts(&wr, "    ");
-    if (f->ret != LW_RET_VOID) {
-        put_decl(&wr, &f->ret_decl, "lw__r");
-        buf_puts(&wr, " = ");
+    if (f->loop.text) {
+        put_loop_call(&wr, f);
+        buf_puts(&wr, "}\n");
+    } else {
+        buf_put(&wr, lift.p, lift.len);
+        buf_puts(&wr, "    ");
+        if (f->ret != LW_RET_VOID) {
+            put_decl(&wr, &f->ret_decl, "lw__r");
+            buf_puts(&wr, " = ");
+        }
+        buf_printf(&wr, "%s\n", call.p);
+        buf_put(&wr, restore.p, restore.len);
+        buf_printf(&wr, "    %s;\n%s}\n", leave_call(f),
+                   f->ret == LW_RET_VOID ? "" : "    return lw__r;\n");
     }
-    buf_printf(&wr, "%s(", callee);
-    for (int i = 0; i < f->nparams; i++)
-        buf_printf(&wr, "%s%s", i ? ", " : "", f->params[i].use);
-    buf_puts(&wr, ");\n");
-    buf_put(&wr, restore.p, restore.len);
-    buf_printf(&wr, "    %s;\n%s}\n", leave_call(f),
-               f->ret == LW_RET_VOID ? "" : "    return lw__r;\n");
+    buf_free(&call);
 
     out->wrapper_name = buf_take(&wname);
     out->body_name = buf_take(&bname);

@@ -146,7 +146,19 @@ typedef struct lw_option {
      * option, or with the expire time), run when the option is given;
      * off: where it is written. */
     void (*check)(const lw_annot *a, size_t off);
-    int needs_result; /* LW_OPT_EXPR: refused on a function returning void */
+    int needs_result; /* LW_OPT_EXPR: refused on a function returning void
+                       * (unless it has a loop, where on_fail is run, not
+                       * returned) */
+    /* Refused on a function returning anything but void, for this reason
+     * (NULL: any function may have it). */
+    const char *void_only;
+    /* LW_OPT_EXPR: the type of the object the wrapper keeps its value in
+     * (NULL: none), which it must be assignable to, as on_fail must be to
+     * the return type: the scan checks both the same way. */
+    const char *type;
+    /* LW_OPT_EXPR: it may be given on several annotations of one function,
+     * when all give the same text (one per function otherwise). */
+    int agree;
     /* How a lock option is woven into the wrapper's lw_lock_opts
      * initializer: ", .<field> = <value>", a number followed by suffix
      * ("u" for an unsigned field; NULL: none).  It is left out while it
@@ -190,6 +202,10 @@ int decl_print_fn(lw_buf *b, CXType fn, const char *name,
 /* Type t as an lw_decl: as decl_print(), or as decl_print_fn() when pnames
  * is not NULL.  0 or -1, as they return. */
 int decl_split(lw_decl *d, CXType t, const char *const *pnames);
+/* The type of a parameter declared as t, as an lw_decl: an array as a
+ * pointer to its element, a function as a pointer to it (C11 6.7.6.3p7-8),
+ * for an object that holds the parameter's value.  0 or -1. */
+int decl_split_param(lw_decl *d, CXType t);
 void decl_free(lw_decl *d);
 
 /* ---- keytmpl.c -------------------------------------------------------- */
@@ -252,8 +268,12 @@ typedef struct lw_woven {
 
 void emit_func(const lw_func *f, lw_woven *out);
 /* Where name comes from ("<lockweave.h>", "<stdint.h>") when the code of
- * every wrapper refers to it, or NULL. */
-const char *emit_uses(const char *name);
+ * every wrapper refers to it, or that of a `loop =` function's (loop
+ * nonzero), or NULL. */
+const char *emit_uses(const char *name, int loop);
+/* The headers the wrappers of s's functions need beyond <lockweave.h>:
+ * #include lines, or "". */
+const char *emit_includes(const lw_func *funcs, int nfuncs);
 void emit_free(lw_woven *w);
 /* The guard calls that build key k in the guard named g, one statement per
  * line, each prefixed by indent. */

@@ -9,10 +9,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A C declarator with the declared name left out: a declaration of NAME
+ * reads head, NAME, tail, as in "int (*" "get" "(int a))(void)". */
+typedef struct lw_decl {
+    char *head, *tail;
+} lw_decl;
+
 /* A parameter of the annotated function. */
 typedef struct lw_param {
     char *name; /* as written; NULL when unnamed */
     char *use;  /* the name the wrapper gives it: written, or lw__pN */
+    /* Its type as an object that holds its value (an array or function
+     * parameter as the pointer it is): a `loop =` function's only, whose
+     * arguments are kept for a body that runs later. */
+    lw_decl decl;
 } lw_param;
 
 /* One piece of a lock key, in key order. */
@@ -34,15 +44,9 @@ typedef struct lw_key {
     int n;
 } lw_key;
 
-/* A C declarator with the declared name left out: a declaration of NAME
- * reads head, NAME, tail, as in "int (*" "get" "(int a))(void)". */
-typedef struct lw_decl {
-    char *head, *tail;
-} lw_decl;
-
-/* A C expression written in the annotation (on_fail, skip_if), and where:
- * the wrapper puts it under a #line of its own, so a compiler error in it
- * points at the annotation. */
+/* A C expression written in the annotation (on_fail, skip_if, loop), and
+ * where: the wrapper puts it under a #line of its own, so a compiler error
+ * in it points at the annotation. */
 typedef struct lw_expr {
     char *text; /* NULL: not given */
     char *file;
@@ -111,6 +115,10 @@ typedef struct lw_func {
     lw_lockspec *locks;
     int nlocks;
     lw_expr on_fail, skip_if;
+    /* The event loop the body runs on (loop = EXPR): the call only asks
+     * for the lock, and the body runs later, on that loop, with the
+     * arguments kept; on_fail is then what runs in its place. */
+    lw_expr loop;
 } lw_func;
 
 #endif /* LW_MODEL_H */

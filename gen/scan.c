@@ -74,13 +74,30 @@ typedef struct walk {
  *
  * The expression has a line of its own: what the parse says about it alone
  * (an unknown name) the compiler says at the annotation anyway; what it
- * says about the assignment is the error reported here. */
+ * says about the assignment is the error reported here.  A value the
+ * wrapper keeps in an object of a type of its own (loop's lw_loop *) is
+ * checked the same way.  An expression the wrapper runs as a statement in
+ * place of the body (a loop function's on_fail) must have no value that
+ * it would drop unseen: its type, read back from
+ *
+ *     void lw__ret_check_1(int id, __typeof__(
+ *     (retry(id))
+ *     ) *lw__t);
+ *
+ * must be void. */
+enum check_kind {
+    CHECK_RETURN, /* assigned to an object of the return type */
+    CHECK_TYPE,   /* assigned to an object of its option's type */
+    CHECK_VOID    /* a void expression */
+};
+
 typedef struct ret_check {
+    enum check_kind kind;
     size_t start, expr, expr_end, end; /* offsets in walk.checks */
     const lw_src *src;                 /* where the value is written */
     size_t off;
     char *option; /* its option's name */
-    char *func;   /* the function's name, and its return type */
+    char *func;   /* the function's name, and the type assigned to */
     char *rtype;
 } ret_check;
 
@@ -394,6 +411,7 @@ static void func_free(lw_func *f)
     for (int i = 0; i < f->nparams; i++) {
         free(f->params[i].name);
         free(f->params[i].use);
+        decl_free(&f->params[i].decl);
     }
     free(f->params);
     decl_free(&f->type);
@@ -414,7 +432,7 @@ static void func_free(lw_func *f)
 
 /* The annotation of as[0..na) that gives option k of lw_options, a C
  * expression, to the function name, or NULL; given by two of them, an
- * error. */
+ * error, unless the option is one they may agree on and they do. */
 static const lw_annot *expr_giver(const lw_annot *as, int na, int k,
                                   const char *name)
 {
@@ -423,6 +441,18 @@ static const lw_annot *expr_giver(const lw_annot *as, int na, int k,
         const lw_annot *a = &as[i];
         if (!a->expr[k])
             continue;
+        if (found && lw_options[k].agree) {
+            if (strcmp(found->expr[k], a->expr[k]) != 0) {
+                diag(LW_DIAG_ERROR, a->src, annot_option_off(a, k),
+                     "conflicting %s on the REDIS_LOCK annotations of '%s' "
+                     "('%s' here, '%s' before): it is the function's, not "
+                     "one lock's; give it once, or the same on each",
+                     lw_options[k].name, name, a->expr[k], found->expr[k]);
+                diag(LW_DIAG_NOTE, found->src, annot_option_off(found, k),
+                     "first given here");
+            }
+            continue;
+        }
         if (found) {
             diag(LW_DIAG_ERROR, a->src, annot_option_off(a, k),
                  "%s given on two REDIS_LOCK annotations of '%s': give it "
@@ -528,7 +558,7 @@ static void check_param_names(walk *w, CXCursor def, CXType fn,
         int reserved = is_reserved(pn, strlen(pn));
         if (reserved)
             buf_puts(&why, LW_RESERVED);
-        else if ((from = emit_uses(pn)))
+        else if ((from = emit_uses(pn, f->loop.text != NULL)))
             buf_printf(&why, "%s's '%s'", from, pn);
         else if (strcmp(pn, f->name) == 0)
             buf_puts(&why, "the function's own name");
@@ -612,19 +642,80 @@ static int param_count(CXCursor def)
     return n < 0 ? 0 : n;
 }
 
-/* A signature whose arguments cannot be passed on: reported, -1. */
-static int refuse_signature(walk *w, CXCursor def, CXType fn, const lw_func *f)
+/* Whether t is va_list: named so through typedefs, or what it stands for
+ * (the array of one __va_list_tag it is on x86-64). */
+static int is_va_list(CXType t)
+{
+    static const char *const names[] = {"va_list", "__gnuc_va_list",
+                                        "__builtin_va_list"};
+    int found = 0;
+    for (int depth = 0; depth < 32 && !found; depth++) {
+        if (t.kind == CXType_Elaborated)
+            t = clang_Type_getNamedType(t);
+        if (t.kind != CXType_Typedef)
+            break;
+        CXString n = clang_getTypedefName(t);
+        for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+            found |= strcmp(clang_getCString(n), names[i]) == 0;
+        clang_disposeString(n);
+        t = clang_getTypedefDeclUnderlyingType(clang_getTypeDeclaration(t));
+    }
+    CXType c = clang_getCanonicalType(t);
+    if (c.kind == CXType_ConstantArray)
+        c = clang_getCanonicalType(clang_getArrayElementType(c));
+    CXString sp = clang_getTypeSpelling(c);
+    found |= strcmp(clang_getCString(sp), "struct __va_list_tag") == 0;
+    clang_disposeString(sp);
+    return found;
+}
+
+/* A signature whose arguments cannot be passed on: reported, -1.  Those of
+ * a function with a loop (loop) are kept for a body that runs after the
+ * call has returned: not '...', nor a va_list, which are the caller's
+ * only until it returns. */
+static int refuse_signature(walk *w, CXCursor def, CXType fn, const lw_func *f,
+                            int loop)
 {
     if (fn.kind == CXType_FunctionNoProto && param_count(def) > 0) {
         report_kr(&w->s->main, f->name_off, def, f->name);
         return -1;
     }
     if (fn.kind == CXType_FunctionProto && clang_isFunctionTypeVariadic(fn)) {
-        diag(LW_DIAG_ERROR, &w->s->main, f->name_off,
-             "'%s' is variadic: its arguments cannot be passed on to the "
-             "locked body (write a wrapper taking a va_list)",
-             f->name);
+        if (loop)
+            diag(LW_DIAG_ERROR, &w->s->main, f->name_off,
+                 "'%s' is variadic: the arguments of a function with a loop "
+                 "are kept for its body, which runs after the call returns, "
+                 "and those of '...' cannot be (pass them in an array or a "
+                 "struct)",
+                 f->name);
+        else
+            diag(LW_DIAG_ERROR, &w->s->main, f->name_off,
+                 "'%s' is variadic: its arguments cannot be passed on to the "
+                 "locked body (write a wrapper taking a va_list)",
+                 f->name);
         return -1;
+    }
+    for (int i = 0; loop && i < param_count(def); i++) {
+        CXCursor p = clang_Cursor_getArgument(def, (unsigned)i);
+        if (is_va_list(clang_getCursorType(p))) {
+            size_t off;
+            const lw_src *src = where(w, clang_getCursorLocation(p), &off);
+            char *pn = spelling(p);
+            lw_buf which = {0};
+            if (*pn)
+                buf_printf(&which, "'%s'", pn);
+            else
+                buf_printf(&which, "%d", i + 1);
+            diag(LW_DIAG_ERROR, src, off,
+                 "parameter %s of '%s' is a va_list: the arguments of a "
+                 "function with a loop are kept for its body, which runs "
+                 "after the call returns, and a va_list is good only until "
+                 "then",
+                 which.p, f->name);
+            buf_free(&which);
+            free(pn);
+            return -1;
+        }
     }
     return 0;
 }
@@ -640,6 +731,7 @@ static CXType *model_params(CXCursor def, const annotated_decl *ad, lw_func *f)
     for (int i = 0; i < n; i++) {
         CXCursor p = clang_Cursor_getArgument(def, (unsigned)i);
         lw_param *prm = &f->params[f->nparams++];
+        prm->decl = (lw_decl){NULL, NULL};
         char *name = ad && i < ad->n && *ad->names[i] ? xstrdup(ad->names[i])
                                                       : spelling(p);
         types[i] = clang_getCursorType(p);
@@ -695,17 +787,47 @@ static void model_exprs(const lw_annot *as, int na, lw_func *f,
             check_expr_names(giver[k], k);
 }
 
-/* The options of giver (as model_exprs() found them) that a function
- * returning void cannot take. */
-static void check_void(const lw_func *f, const lw_annot *const *giver)
+/* Whether one of as[0..na) gives loop: the call only asks for the lock,
+ * and the body runs later. */
+static int gives_loop(const lw_annot *as, int na)
 {
-    if (f->ret != LW_RET_VOID)
-        return;
+    int loop = 0;
     for (int k = 0; lw_options[k].name; k++)
-        if (giver[k] && lw_options[k].needs_result)
+        for (int i = 0; i < na; i++)
+            loop |= lw_options[k].kind == LW_OPT_EXPR &&
+                    lw_options[k].field == offsetof(lw_func, loop) &&
+                    as[i].expr[k] != NULL;
+    return loop;
+}
+
+/* The options of giver (as model_exprs() found them) that the return type
+ * of f (of type fn) refuses: a value in place of the result, for a
+ * function returning void, except that with a loop on_fail is no value
+ * but what runs in place of the body; an option only a function returning
+ * void may have, for any other. */
+static void check_void(CXType fn, const lw_func *f,
+                       const lw_annot *const *giver)
+{
+    for (int k = 0; lw_options[k].name; k++) {
+        const lw_option *o = &lw_options[k];
+        if (!giver[k])
+            continue;
+        if (f->ret == LW_RET_VOID && o->needs_result && !f->loop.text)
             diag(LW_DIAG_ERROR, giver[k]->src, giver[k]->at,
-                 "%s given, but '%s' returns void", lw_options[k].name,
-                 f->name);
+                 "%s given, but '%s' returns void", o->name, f->name);
+        lw_buf rt = {0};
+        if (f->ret != LW_RET_VOID && o->void_only) {
+            if (decl_print(&rt, clang_getResultType(fn), "") != 0) {
+                rt.len = 0;
+                buf_puts(&rt, "a value");
+            }
+            diag(LW_DIAG_ERROR, giver[k]->src, annot_option_off(giver[k], k),
+                 "%s given, but '%s' returns '%s': %s, so it must return "
+                 "void",
+                 o->name, f->name, rt.p, o->void_only);
+        }
+        buf_free(&rt);
+    }
 }
 
 static enum CXChildVisitResult vis_visit(CXCursor c, CXCursor parent,
@@ -753,7 +875,11 @@ static int model_signature(walk *w, CXType fn, lw_func *f)
     int rc = 0;
     for (int i = 0; i < f->nparams; i++)
         pnames[i] = f->params[i].use;
-    if (decl_split(&f->type, fn, NULL) != 0 ||
+    int params_ok = 1;
+    for (int i = 0; f->loop.text && i < f->nparams; i++)
+        params_ok &= decl_split_param(&f->params[i].decl,
+                                      clang_getArgType(fn, (unsigned)i)) == 0;
+    if (!params_ok || decl_split(&f->type, fn, NULL) != 0 ||
         decl_split(&f->def, fn, pnames) != 0 ||
         (f->ret != LW_RET_VOID && decl_split(&f->ret_decl, ret, NULL) != 0) ||
         (f->ret == LW_RET_RECORD && !f->on_fail.text &&
@@ -791,19 +917,25 @@ static size_t option_value_off(const lw_annot *a, int k)
     return v < src->len ? v : off;
 }
 
-/* Queue the check of what f's wrapper returns for option k, given by a
- * (see ret_check).  A qualified return type (const int) cannot be
- * assigned to and means nothing on a return: not checked. */
+/* Queue the check of what f's wrapper does with option k, given by a (see
+ * ret_check).  A qualified return type (const int) cannot be assigned to
+ * and means nothing on a return: not checked. */
 static void add_ret_check(walk *w, CXType fn, const lw_func *f,
-                          const lw_annot *a, int k)
+                          const lw_annot *a, int k, enum check_kind kind)
 {
     CXType ret = clang_getResultType(fn);
-    const lw_expr *e = expr_field((lw_func *)f, &lw_options[k]);
+    const lw_option *o = &lw_options[k];
+    const lw_expr *e = expr_field((lw_func *)f, o);
     lw_buf *b = &w->checks, rtype = {0};
     ret_check c = {0};
-    if (f->ret == LW_RET_VOID || clang_isConstQualifiedType(ret) ||
-        clang_isVolatileQualifiedType(ret) || decl_print(&rtype, ret, "") != 0)
+    if (kind == CHECK_RETURN &&
+        (f->ret == LW_RET_VOID || clang_isConstQualifiedType(ret) ||
+         clang_isVolatileQualifiedType(ret) ||
+         decl_print(&rtype, ret, "") != 0))
         goto cleanup;
+    if (kind == CHECK_TYPE)
+        buf_puts(&rtype, o->type);
+    c.kind = kind;
     c.start = b->len;
     buf_printf(b, "\nvoid " LW_RESERVED "ret_check_%d(", w->nrchecks);
     for (int i = 0; i < f->nparams; i++)
@@ -813,13 +945,24 @@ static void add_ret_check(walk *w, CXType fn, const lw_func *f,
             goto cleanup;
         } else
             buf_puts(b, ", ");
-    buf_printf(b, "%s(*" LW_RESERVED "r)%s", f->ret_decl.head,
-               f->ret_decl.tail);
-    buf_puts(b, ", char (*" LW_RESERVED "c)[sizeof(*" LW_RESERVED "r =\n");
-    c.expr = b->len;
-    buf_printf(b, "(%s)\n", e->text);
-    c.expr_end = b->len;
-    buf_puts(b, ")]);\n");
+    if (kind == CHECK_VOID) {
+        buf_puts(b, "__typeof__(\n");
+        c.expr = b->len;
+        buf_printf(b, "(%s)\n", e->text);
+        c.expr_end = b->len;
+        buf_puts(b, ") *" LW_RESERVED "t);\n");
+    } else {
+        if (kind == CHECK_RETURN)
+            buf_printf(b, "%s(*" LW_RESERVED "r)%s", f->ret_decl.head,
+                       f->ret_decl.tail);
+        else
+            buf_printf(b, "%s(*" LW_RESERVED "r)", o->type);
+        buf_puts(b, ", char (*" LW_RESERVED "c)[sizeof(*" LW_RESERVED "r =\n");
+        c.expr = b->len;
+        buf_printf(b, "(%s)\n", e->text);
+        c.expr_end = b->len;
+        buf_puts(b, ")]);\n");
+    }
     c.end = b->len;
     c.src = a->src;
     c.off = option_value_off(a, k);
@@ -851,8 +994,72 @@ static int assignment_warning(const char *option)
     return 0;
 }
 
+/* The error for check c: what the compiler said about it (why). */
+static void report_check(const ret_check *c, const char *why)
+{
+    switch (c->kind) {
+    case CHECK_RETURN:
+        diag(LW_DIAG_ERROR, c->src, c->off,
+             "%s cannot be returned from '%s', which returns '%s': %s",
+             c->option, c->func, c->rtype, why);
+        break;
+    case CHECK_TYPE:
+        diag(LW_DIAG_ERROR, c->src, c->off,
+             "%s of '%s' must convert to '%s': %s", c->option, c->func,
+             c->rtype, why);
+        break;
+    case CHECK_VOID:
+        diag(LW_DIAG_ERROR, c->src, c->off,
+             "%s of '%s' runs in place of its body and gives nothing back: "
+             "it must be a void expression, not one of type '%s' (cast it "
+             "to void to drop the value)",
+             c->option, c->func, why);
+        break;
+    }
+}
+
+/* What the parse of the checks found of each (see check_returns). */
+enum { CHECK_PENDING, CHECK_REPORTED, CHECK_EXPR_BAD };
+
+typedef struct void_search {
+    const walk *w;
+    int *state;
+} void_search;
+
+/* A CHECK_VOID's declaration: the type its expression has, read from its
+ * last parameter (__typeof__(expr) *), must be void. */
+static enum CXChildVisitResult void_visit(CXCursor c, CXCursor parent,
+                                          CXClientData d)
+{
+    (void)parent;
+    void_search *vs = d;
+    static const char prefix[] = LW_RESERVED "ret_check_";
+    if (clang_getCursorKind(c) != CXCursor_FunctionDecl)
+        return CXChildVisit_Continue;
+    char *name = spelling(c);
+    int k = -1, n = clang_Cursor_getNumArguments(c);
+    if (strncmp(name, prefix, sizeof prefix - 1) == 0)
+        k = atoi(name + sizeof prefix - 1);
+    free(name);
+    if (k < 0 || k >= vs->w->nrchecks || n < 1 ||
+        vs->w->rchecks[k].kind != CHECK_VOID || vs->state[k] != CHECK_PENDING)
+        return CXChildVisit_Continue;
+    CXType t =
+        clang_getCursorType(clang_Cursor_getArgument(c, (unsigned)n - 1));
+    t = clang_getCanonicalType(clang_getPointeeType(clang_getCanonicalType(t)));
+    if (t.kind != CXType_Void && t.kind != CXType_Invalid) {
+        CXString sp = clang_getTypeSpelling(t);
+        report_check(&vs->w->rchecks[k], clang_getCString(sp));
+        clang_disposeString(sp);
+        vs->state[k] = CHECK_REPORTED;
+    }
+    return CXChildVisit_Continue;
+}
+
 /* Parse the file again with the ret_check declarations appended, and report
- * each value that cannot be returned, at the value, once. */
+ * each value that cannot be returned (or kept), at the value, once, and
+ * each value that a void expression must not have.  An error in the
+ * expression itself is the compiler's to report, at the annotation. */
 static void check_returns(walk *w)
 {
     lw_scan *s = w->s;
@@ -870,8 +1077,9 @@ static void check_returns(walk *w)
                                     &tu) != CXError_Success)
         goto cleanup; /* the compiler still sees the return */
     CXFile main_file = clang_getFile(tu, s->input);
-    int *reported = xmalloc(sizeof *reported * (size_t)w->nrchecks);
-    memset(reported, 0, sizeof *reported * (size_t)w->nrchecks);
+    int *state = xmalloc(sizeof *state * (size_t)w->nrchecks);
+    for (int k = 0; k < w->nrchecks; k++)
+        state[k] = CHECK_PENDING;
     unsigned nd = clang_getNumDiagnostics(tu);
     for (unsigned i = 0; i < nd; i++) {
         CXDiagnostic d = clang_getDiagnostic(tu, i);
@@ -880,27 +1088,35 @@ static void check_returns(walk *w)
         clang_getExpansionLocation(clang_getDiagnosticLocation(d), &f, NULL,
                                    NULL, &off);
         CXString opt = clang_getDiagnosticOption(d, NULL);
-        int bad = clang_getDiagnosticSeverity(d) >= CXDiagnostic_Error ||
-                  assignment_warning(clang_getCString(opt));
+        /* A call of an undeclared function is a mistake in the expression
+         * (its int result is C90's guess), which the compiler reports. */
+        int error = clang_getDiagnosticSeverity(d) >= CXDiagnostic_Error ||
+                    strcmp(clang_getCString(opt),
+                           "-Wimplicit-function-declaration") == 0;
+        int bad = error || assignment_warning(clang_getCString(opt));
         clang_disposeString(opt);
         for (int k = 0; bad && f && clang_File_isEqual(f, main_file) &&
                         off >= base && k < w->nrchecks;
              k++) {
             const ret_check *c = &w->rchecks[k];
             size_t at = off - base;
-            if (at < c->start || at >= c->end || reported[k] ||
-                (at >= c->expr && at < c->expr_end))
+            if (at < c->start || at >= c->end || state[k] != CHECK_PENDING)
                 continue;
+            if (at >= c->expr && at < c->expr_end) {
+                if (error)
+                    state[k] = CHECK_EXPR_BAD;
+                continue;
+            }
             CXString msg = clang_getDiagnosticSpelling(d);
-            diag(LW_DIAG_ERROR, c->src, c->off,
-                 "%s cannot be returned from '%s', which returns '%s': %s",
-                 c->option, c->func, c->rtype, clang_getCString(msg));
+            report_check(c, clang_getCString(msg));
             clang_disposeString(msg);
-            reported[k] = 1;
+            state[k] = CHECK_REPORTED;
         }
         clang_disposeDiagnostic(d);
     }
-    free(reported);
+    void_search vs = {w, state};
+    clang_visitChildren(clang_getTranslationUnitCursor(tu), void_visit, &vs);
+    free(state);
     clang_disposeTranslationUnit(tu);
 cleanup:
     buf_free(&text);
@@ -914,7 +1130,7 @@ static int model_func(walk *w, CXCursor def, const lw_annot *as, int na,
                       const annotated_decl *ad, lw_func *f)
 {
     CXType fn = function_type(def);
-    if (refuse_signature(w, def, fn, f) != 0)
+    if (refuse_signature(w, def, fn, f, gives_loop(as, na)) != 0)
         return -1;
     enum CXTypeKind rk = clang_getCanonicalType(clang_getResultType(fn)).kind;
     f->ret = rk == CXType_Void     ? LW_RET_VOID
@@ -927,7 +1143,7 @@ static int model_func(walk *w, CXCursor def, const lw_annot *as, int na,
     free(types);
     model_exprs(as, na, f, giver);
     check_param_names(w, def, fn, ad, f);
-    check_void(f, giver);
+    check_void(fn, f, giver);
     /* A bad key or option stops here, after all of them are reported. */
     if (rc != 0 || diag_errors() != errs)
         return -1;
@@ -935,8 +1151,11 @@ static int model_func(walk *w, CXCursor def, const lw_annot *as, int na,
     if (model_signature(w, fn, f) != 0)
         return -1;
     for (int k = 0; lw_options[k].name; k++)
-        if (giver[k] && lw_options[k].needs_result)
-            add_ret_check(w, fn, f, giver[k], k);
+        if (giver[k] && lw_options[k].type)
+            add_ret_check(w, fn, f, giver[k], k, CHECK_TYPE);
+        else if (giver[k] && lw_options[k].needs_result)
+            add_ret_check(w, fn, f, giver[k], k,
+                          f->loop.text ? CHECK_VOID : CHECK_RETURN);
     return 0;
 }
 

@@ -226,6 +226,8 @@ static void put_wrappers(lw_buf *out, const lw_scan *s, const lw_woven *wv,
         "<lockweave.h>: use the lockweave-gen of the same installation\"\n"
         "#endif\n",
         LW_GEN_VERSION_NUM, LW_GEN_VERSION);
+    /* What a function with a loop keeps its arguments with. */
+    buf_puts(out, emit_includes(s->funcs, s->nfuncs));
     size_t lines = count_lines(out);
     const lw_func **order = xmalloc(sizeof *order * (size_t)(s->nfuncs + 1));
     for (int i = 0; i < s->nfuncs; i++)

@@ -1,7 +1,7 @@
 # A woven build adds no warning: warnings/items.c, shaped like memcached (a
 # function declared in a header, annotated there or at its definition; a
 # static one declared ahead; one with several keys; one with on_fail and
-# skip_if), compiles without a warning under strict flags and -Werror, as it
+# skip_if; one on an event loop), compiles without a warning under strict flags and -Werror, as it
 # is and woven through the launcher, with each compiler (CC, and CLANG when
 # given) and each of C99, C11 and GNU17.  So does old_decl.c, where a
 # declaration without a prototype comes first (without -Wstrict-prototypes,

@@ -1,6 +1,7 @@
 /* Annotated functions in every form a project with strict warnings has:
  * declared in a header (annotated there or here), static with a forward
- * declaration, with several keys, and with on_fail and skip_if. */
+ * declaration, with several keys, with on_fail and skip_if, and on an
+ * event loop (loop =, its arguments kept for the body). */
 #include "items.h"
 
 static item table[16];
@@ -37,6 +38,14 @@ const char *slab_name(int id)
 {
     static const char *const names[] = {"small", "large"};
     return names[id % 2];
+}
+
+REDIS_LOCK("item:{it.key}", 10s, 1s, loop = items_loop(),
+           on_fail = items_failed(&it, lw_last_error()), skip_if = slab < 0)
+void expire_item(item it, unsigned counts[16], int slab)
+{
+    counts[slab % 16]++;
+    table[(unsigned char)it.key[0] % 16u] = it;
 }
 
 int items_touch(unsigned slab)
