@@ -29,6 +29,7 @@
  *   faults        connections cut, the server paused, the server restarted
  *                 while 8 requests wait: each ends (served or told why),
  *                 and a request after it is served
+ *   shutdown      lw_shutdown() ends a waiting request: LW_ESHUTDOWN
  *   uv            the same through <lockweave/uv.h>
  */
 #include <event2/event.h>
@@ -740,6 +741,33 @@ static void woven_body(struct event_base *base, lw_loop *loop)
     printf("woven_body: ok\n");
 }
 
+/* shutdown: lw_shutdown() ends a request's wait ------------------------- */
+
+static void shutdown_waiting(void)
+{
+    struct event_base *base = event_base_new();
+    lw_loop *loop = lw_loop_event(base);
+    lw_lock_opts o = lock_opts(10000, 30000, -1);
+    struct req r = {0};
+    int64_t t0;
+    pid_t holder = hold_elsewhere("sd", 3000);
+
+    CHECK(loop != NULL);
+    CHECK_RC(lw_acquire_async(loop, "sd", 2, &o, on_acquired, &r), LW_OK);
+    sleep_ms(200);
+    t0 = now_ms();
+    lw_shutdown();
+    CHECK_EQ(run_until(base, req_done, &r, 10000), 0);
+    printf("shutdown: the waiting request ended %lld ms after lw_shutdown(): "
+           "%s\n",
+           (long long)(now_ms() - t0), lw_strerror(r.status));
+    CHECK_RC(r.status, LW_ESHUTDOWN);
+    lw_loop_free(loop);
+    event_base_free(base);
+    use_server(&srv);
+    reap(holder);
+}
+
 /* uv --------------------------------------------------------------------- */
 
 static struct req uv_req;
@@ -797,6 +825,7 @@ int main(void)
     lw_loop_free(loop);
     event_base_free(base);
     freed();
+    shutdown_waiting();
     uv();
     lw_shutdown();
     CHECK_EQ(rh_stop(&srv), 0);
