@@ -18,8 +18,16 @@ enum {
     INV_LOCK_FAILED = -4,  /* the lock was not had: the body did not run */
 };
 
-/* Deduct qty units of sku: read the stock, check it, spend work_ms of
- * "business work", write the new stock.  Guarded cluster-wide by the Redis
+/* The body of every deduction: read the stock of sku, check it against
+ * qty, spend work_ms of "business work", write the new stock, as separate
+ * statements with no transaction: the read-modify-write that loses updates
+ * when two callers interleave.  Only a lock around it makes it correct.
+ * The remaining stock, or INV_INSUFFICIENT, INV_NOT_FOUND, INV_STORE_ERROR.
+ * Blocks for the store's calls and the work. */
+int inv_read_check_write(const char *sku, int qty, struct inv_store *store,
+                         int work_ms);
+
+/* Deduct qty units of sku: inv_read_check_write() under the lock.  Guarded cluster-wide by the Redis
  * lock "lock:stock:{sku}"; INV_LOCK_FAILED (and lw_last_error() says why)
  * when the lock could not be had. */
 int deduct(const char *sku, int qty, struct inv_store *store, int work_ms);

@@ -7,6 +7,7 @@
  *        503 lock not had (lw_strerror text), 500 database error
  *   GET  /metrics                      Prometheus text
  *   GET  /health                       {"status":"ok","guarded":...}
+ *   GET  /ping                         {"pong":true}, touching nothing
  * Bad SKU, qty or body: 400.  Unknown path: 404.  Wrong method: 405.
  */
 /* clock_gettime() is POSIX, not C11. */
@@ -37,7 +38,7 @@ void inv_reply_error(struct inv_reply *rep, int status, const char *msg)
     inv_buf_printf(&rep->body, "}\n");
 }
 
-static uint64_t now_us(void)
+uint64_t inv_now_us(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -101,22 +102,9 @@ static void put_stock(const struct inv_service *svc, const char *sku,
     inv_buf_printf(&rep->body, "{\"sku\":\"%s\",\"stock\":%ld}\n", sku, qty);
 }
 
-static void post_deduct(const struct inv_service *svc, const char *sku,
-                        const struct inv_request *req, struct inv_reply *rep)
+void inv_deduct_reply(const char *sku, long qty, int rc, int lw_rc,
+                      uint64_t took_us, struct inv_reply *rep)
 {
-    long qty;
-    if (request_qty(req, 1, DEDUCT_MAX, &qty, rep) != 0)
-        return;
-
-    uint64_t t0 = now_us();
-    int rc = svc->guarded
-                 ? deduct(sku, (int)qty, svc->store, svc->work_ms)
-                 : deduct_unguarded(sku, (int)qty, svc->store, svc->work_ms);
-    /* Read at once: anything lockweave does later on this thread would
-     * overwrite it. */
-    int lw_rc = svc->guarded ? lw_last_error() : LW_OK;
-    uint64_t took = now_us() - t0;
-
     if (rc >= 0) {
         rep->status = 200;
         inv_buf_printf(&rep->body,
@@ -128,31 +116,55 @@ static void post_deduct(const struct inv_service *svc, const char *sku,
              * it: say so rather than pretend. */
             inv_buf_printf(&rep->body, ",\"warning\":");
             inv_buf_json_str(&rep->body, lw_strerror(lw_rc));
-            inv_metrics_deduct(INV_OUT_LOCK_LOST, took);
+            inv_metrics_deduct(INV_OUT_LOCK_LOST, took_us);
         } else {
-            inv_metrics_deduct(INV_OUT_OK, took);
+            inv_metrics_deduct(INV_OUT_OK, took_us);
         }
         inv_buf_printf(&rep->body, "}\n");
         return;
     }
     switch (rc) {
     case INV_INSUFFICIENT:
-        inv_metrics_deduct(INV_OUT_INSUFFICIENT, took);
+        inv_metrics_deduct(INV_OUT_INSUFFICIENT, took_us);
         inv_reply_error(rep, 409, "insufficient stock");
         break;
     case INV_NOT_FOUND:
-        inv_metrics_deduct(INV_OUT_NOT_FOUND, took);
+        inv_metrics_deduct(INV_OUT_NOT_FOUND, took_us);
         inv_reply_error(rep, 404, "unknown sku");
         break;
     case INV_LOCK_FAILED:
-        inv_metrics_deduct(INV_OUT_LOCK_FAILED, took);
+        inv_metrics_deduct(INV_OUT_LOCK_FAILED, took_us);
         inv_reply_error(rep, 503, lw_strerror(lw_rc));
         break;
     default:
-        inv_metrics_deduct(INV_OUT_STORE_ERROR, took);
+        inv_metrics_deduct(INV_OUT_STORE_ERROR, took_us);
         inv_reply_error(rep, 500, "stock database error");
         break;
     }
+}
+
+static void post_deduct(const struct inv_service *svc, const char *sku,
+                        const struct inv_request *req, struct inv_reply *rep)
+{
+    long qty;
+    if (request_qty(req, 1, DEDUCT_MAX, &qty, rep) != 0)
+        return;
+
+    if (svc->guarded && svc->deduct_later) {
+        /* The front end answers once the lock is had (or not): nothing
+         * here may wait for it. */
+        rep->status = 0;
+        svc->deduct_later(svc, req, sku, (int)qty);
+        return;
+    }
+    uint64_t t0 = inv_now_us();
+    int rc = svc->guarded
+                 ? deduct(sku, (int)qty, svc->store, svc->work_ms)
+                 : deduct_unguarded(sku, (int)qty, svc->store, svc->work_ms);
+    /* Read at once: anything lockweave does later on this thread would
+     * overwrite it. */
+    int lw_rc = svc->guarded ? lw_last_error() : LW_OK;
+    inv_deduct_reply(sku, qty, rc, lw_rc, inv_now_us() - t0, rep);
 }
 
 static int method_is(const struct inv_request *req, const char *m)
@@ -227,8 +239,18 @@ void inv_route(const struct inv_service *svc, const struct inv_request *req,
         }
         rep->status = 200;
         inv_buf_printf(&rep->body,
-                       "{\"status\":\"ok\",\"guarded\":%s,\"work_ms\":%d}\n",
-                       svc->guarded ? "true" : "false", svc->work_ms);
+                       "{\"status\":\"ok\",\"guarded\":%s,\"work_ms\":%d,"
+                       "\"front\":\"%s\"}\n",
+                       svc->guarded ? "true" : "false", svc->work_ms,
+                       svc->front ? svc->front : "");
+    } else if (strcmp(path, "/ping") == 0) {
+        /* Liveness of the front end itself: no store, no lock. */
+        if (!read_only) {
+            wrong_method(rep, "GET, HEAD");
+            return;
+        }
+        rep->status = 200;
+        inv_buf_printf(&rep->body, "{\"pong\":true}\n");
     } else {
         inv_reply_error(rep, 404, "no such route");
     }

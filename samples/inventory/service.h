@@ -6,13 +6,24 @@
 #include "buf.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct inv_store;
+struct inv_request;
 
 struct inv_service {
     struct inv_store *store;
-    int guarded; /* 0 with --no-lock: deductions race */
-    int work_ms; /* "business work" inside the critical section */
+    int guarded;       /* 0 with --no-lock: deductions race */
+    int work_ms;       /* "business work" inside the critical section */
+    const char *front; /* the HTTP front end, for /health */
+    /* NULL: a guarded deduction runs deduct() on the calling thread, which
+     * waits for the lock.  Set by a front end that answers deductions
+     * later (the event loop's): a valid guarded POST /stock/{sku}/deduct is
+     * handed to it instead, and inv_route() leaves rep->status 0 — the
+     * front end answers req->handle itself, once the deduction is done. */
+    void (*deduct_later)(const struct inv_service *svc,
+                         const struct inv_request *req, const char *sku,
+                         int qty);
 };
 
 struct inv_request {
@@ -21,10 +32,11 @@ struct inv_request {
     const char *qty;  /* ?qty=..., NULL when absent */
     const char *body; /* NULL or body_len bytes, not NUL-terminated */
     size_t body_len;
+    void *handle; /* the HTTP library's request, for deduct_later */
 };
 
 struct inv_reply {
-    int status;
+    int status; /* 0: deferred to deduct_later, which answers */
     const char *content_type; /* NULL: application/json */
     const char *allow;        /* Allow header for 405 */
     struct inv_buf body;
@@ -36,5 +48,15 @@ void inv_route(const struct inv_service *svc, const struct inv_request *req,
 
 /* A JSON error reply: {"error": msg}. */
 void inv_reply_error(struct inv_reply *rep, int status, const char *msg);
+
+/* The reply to a deduction of qty units of sku that deduct() (or its twin
+ * on the loop) answered rc, lw_rc being lockweave's word on it (LW_OK, the
+ * reason the lock was not had, or LW_ELOST), took_us from the request to
+ * the answer; counts it in the metrics.  Thread-safe. */
+void inv_deduct_reply(const char *sku, long qty, int rc, int lw_rc,
+                      uint64_t took_us, struct inv_reply *rep);
+
+/* Monotonic microseconds. */
+uint64_t inv_now_us(void);
 
 #endif /* INV_SERVICE_H */

@@ -13,6 +13,10 @@
  * sold = units in 200 replies; oversold = sold - initial stock (must be 0
  * under the lock); lost updates = sold - (initial - final): deductions that
  * were answered 200 but overwritten by a racing writer.
+ *
+ * --ping HOST:PORT sends GET /ping to one instance (an event-loop one, say)
+ * from a thread of its own, one after another every --ping-every-ms, for as
+ * long as the deductions run, and reports how fast they were answered.
  */
 /* clock_gettime(), nanosleep() are POSIX, not C11. */
 #define _POSIX_C_SOURCE 200809L
@@ -37,6 +41,18 @@
 struct instance {
     char host[64];
     int port;
+    atomic_long ok, insufficient, lock_failed, other;
+};
+
+/* The /ping prober: its own thread and connection. */
+struct pinger {
+    struct instance inst;
+    int every_ms;
+    atomic_int stop;
+    uint32_t *lat_us; /* one per answered ping; grows */
+    size_t n, cap;
+    long failed;
+    char first_err[200];
 };
 
 struct sku_stats {
@@ -57,6 +73,7 @@ struct run {
     long long seed; /* < 0: keep the stock as it is */
     const char *label;
     int check;
+    struct pinger *ping; /* NULL without --ping */
 
     atomic_long next; /* next request index to take */
     atomic_long done;
@@ -106,19 +123,25 @@ static void *client(void *arg)
         uint64_t dt = now_us() - t0;
         r->lat_us[k] = dt > UINT32_MAX ? UINT32_MAX : (uint32_t)dt;
 
+        struct instance *in = &r->inst[ii];
         if (rc != 0) {
             atomic_fetch_add(&r->other, 1);
+            atomic_fetch_add(&in->other, 1);
             note_error(r, conn[ii].err);
         } else if (resp.status == 200) {
             atomic_fetch_add(&r->ok, 1);
+            atomic_fetch_add(&in->ok, 1);
             atomic_fetch_add(&s->sold, r->qty);
         } else if (resp.status == 409) {
             atomic_fetch_add(&r->insufficient, 1);
+            atomic_fetch_add(&in->insufficient, 1);
         } else if (resp.status == 503) {
             atomic_fetch_add(&r->lock_failed, 1);
+            atomic_fetch_add(&in->lock_failed, 1);
             note_error(r, resp.body);
         } else {
             atomic_fetch_add(&r->other, 1);
+            atomic_fetch_add(&in->other, 1);
             char msg[200];
             snprintf(msg, sizeof msg, "HTTP %d %s", resp.status, resp.body);
             note_error(r, msg);
@@ -127,6 +150,46 @@ static void *client(void *arg)
     }
     for (int i = 0; i < r->ninst; i++)
         httpc_close(&conn[i]);
+    return NULL;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ; /* EINTR: sleep the rest */
+}
+
+/* GET /ping, one after another, until told to stop. */
+static void *pinger(void *arg)
+{
+    struct pinger *p = arg;
+    struct httpc c;
+    httpc_init(&c, p->inst.host, p->inst.port, 30000);
+    while (!atomic_load(&p->stop)) {
+        struct httpc_resp resp;
+        uint64_t t0 = now_us();
+        int rc = httpc_request(&c, "GET", "/ping", NULL, 0, &resp);
+        uint64_t dt = now_us() - t0;
+        if (rc != 0 || resp.status != 200) {
+            if (!p->failed++)
+                snprintf(p->first_err, sizeof p->first_err, "%s",
+                         rc != 0 ? c.err : resp.body);
+        } else {
+            if (p->n == p->cap) {
+                size_t cap = p->cap ? 2 * p->cap : 1024;
+                uint32_t *v = realloc(p->lat_us, cap * sizeof *v);
+                if (!v)
+                    break;
+                p->lat_us = v;
+                p->cap = cap;
+            }
+            p->lat_us[p->n++] = dt > UINT32_MAX ? UINT32_MAX : (uint32_t)dt;
+        }
+        if (p->every_ms > 0)
+            sleep_ms(p->every_ms);
+    }
+    httpc_close(&c);
     return NULL;
 }
 
@@ -173,6 +236,8 @@ static void usage(FILE *f)
                "  --seed N         set each SKU's stock to N first "
                "(default: keep it)\n"
                "  --label TEXT     name of the run in the SUMMARY line\n"
+               "  --ping HOST:PORT GET /ping there while the deductions run\n"
+               "  --ping-every-ms N pause between pings (default 5)\n"
                "  --check          exit 3 unless oversold = 0, no lost update "
                "and no error\n");
 }
@@ -209,7 +274,8 @@ static int split_list(const char *s, char items[][65], int max)
 static void parse_args(int argc, char **argv, struct run *r)
 {
     char list[MAX_SKUS > MAX_INSTANCES ? MAX_SKUS : MAX_INSTANCES][65];
-    const char *instances = NULL, *skus = "demo";
+    const char *instances = NULL, *skus = "demo", *ping = NULL;
+    int ping_every_ms = 5;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--check") == 0) {
@@ -227,6 +293,10 @@ static void parse_args(int argc, char **argv, struct run *r)
             skus = v;
         else if (strcmp(a, "--label") == 0 && v)
             r->label = v;
+        else if (strcmp(a, "--ping") == 0 && v)
+            ping = v;
+        else if (strcmp(a, "--ping-every-ms") == 0)
+            ping_every_ms = (int)num_arg(a, v, 0, 10000);
         else if (strcmp(a, "--requests") == 0)
             r->requests = num_arg(a, v, 1, 100000000);
         else if (strcmp(a, "--concurrency") == 0)
@@ -265,6 +335,16 @@ static void parse_args(int argc, char **argv, struct run *r)
     for (int i = 0; i < n; i++)
         memcpy(r->sku[i].name, list[i], sizeof r->sku[i].name);
     r->nsku = n;
+    if (ping) {
+        static struct pinger p;
+        if (httpc_parse_hostport(ping, p.inst.host, sizeof p.inst.host,
+                                 &p.inst.port) != 0) {
+            fprintf(stderr, "inventory-load: bad --ping %s\n", ping);
+            exit(2);
+        }
+        p.every_ms = ping_every_ms;
+        r->ping = &p;
+    }
 }
 
 /* On a terminal one line redrawn in place; in a log, one line a second. */
@@ -310,9 +390,14 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    pthread_t th[MAX_THREADS];
-    int nth = 0;
+    pthread_t th[MAX_THREADS], ping_th;
+    int nth = 0, pinging = 0;
     uint64_t t0 = now_us();
+    if (r.ping) {
+        pinging = pthread_create(&ping_th, NULL, pinger, r.ping) == 0;
+        if (!pinging)
+            fprintf(stderr, "inventory-load: cannot start the pinger\n");
+    }
     for (; nth < r.concurrency; nth++)
         if (pthread_create(&th[nth], NULL, client, &r) != 0) {
             fprintf(stderr, "inventory-load: cannot start thread %d\n", nth);
@@ -328,6 +413,10 @@ int main(int argc, char **argv)
     for (int i = 0; i < nth; i++)
         pthread_join(th[i], NULL);
     double secs = (now_us() - t0) / 1e6;
+    if (pinging) {
+        atomic_store(&r.ping->stop, 1);
+        pthread_join(ping_th, NULL);
+    }
     progress(&r, t0, 1);
 
     long long initial = 0, final = 0, sold = 0, oversold = 0, lost = 0;
@@ -348,6 +437,45 @@ int main(int argc, char **argv)
                s->name, s->initial, sd, s->final, over > 0 ? over : 0);
     }
     long done = atomic_load(&r.done);
+    /* Per instance, before the sort below reorders the samples: request k
+     * went to instance k mod N. */
+    char by_ok[64 * 12] = "", by_p99[64 * 12] = "";
+    uint32_t *part = malloc((size_t)done / (size_t)r.ninst * sizeof *part +
+                            sizeof *part);
+    for (int i = 0; part && i < r.ninst; i++) {
+        struct instance *in = &r.inst[i];
+        size_t m = 0;
+        for (long k = i; k < done; k += r.ninst)
+            part[m++] = r.lat_us[k];
+        double ip99 = inv_percentile(part, m, 99) / 1000.0;
+        long iok = atomic_load(&in->ok);
+        printf("instance %s:%d  200 %ld  409 %ld  503 %ld  other %ld  "
+               "p99 %.1f ms\n",
+               in->host, in->port, iok, atomic_load(&in->insufficient),
+               atomic_load(&in->lock_failed), atomic_load(&in->other), ip99);
+        size_t lo = strlen(by_ok), lp = strlen(by_p99);
+        snprintf(by_ok + lo, sizeof by_ok - lo, "%s%ld", i ? "," : "", iok);
+        snprintf(by_p99 + lp, sizeof by_p99 - lp, "%s%.2f", i ? "," : "",
+                 ip99);
+    }
+    free(part);
+    char ping_json[256] = "";
+    if (r.ping) {
+        struct pinger *p = r.ping;
+        double pp50 = inv_percentile(p->lat_us, p->n, 50) / 1000.0;
+        double pp99 = inv_percentile(p->lat_us, p->n, 99) / 1000.0;
+        double pmax = p->n ? p->lat_us[p->n - 1] / 1000.0 : 0.0; /* sorted */
+        printf("ping %s:%d: %zu answered, %ld failed, p50 %.2f ms, "
+               "p99 %.2f ms, max %.2f ms\n",
+               p->inst.host, p->inst.port, p->n, p->failed, pp50, pp99, pmax);
+        if (p->first_err[0])
+            printf("first ping error: %s\n", p->first_err);
+        snprintf(ping_json, sizeof ping_json,
+                 ",\"pings\":%zu,\"ping_failed\":%ld,\"ping_p50_ms\":%.2f,"
+                 "\"ping_p99_ms\":%.2f,\"ping_max_ms\":%.2f",
+                 p->n, p->failed, pp50, pp99, pmax);
+        free(p->lat_us);
+    }
     uint32_t p50 = inv_percentile(r.lat_us, (size_t)done, 50);
     uint32_t p99 = inv_percentile(r.lat_us, (size_t)done, 99);
     long ok = atomic_load(&r.ok), ins = atomic_load(&r.insufficient);
@@ -368,13 +496,16 @@ int main(int argc, char **argv)
            "\"insufficient\":%ld,\"lock_failed\":%ld,\"other\":%ld,"
            "\"initial\":%lld,\"final\":%lld,\"sold\":%lld,\"oversold\":%lld,"
            "\"lost_updates\":%lld,\"seconds\":%.3f,\"rps\":%.1f,"
-           "\"p50_ms\":%.2f,\"p99_ms\":%.2f}\n",
+           "\"p50_ms\":%.2f,\"p99_ms\":%.2f,\"ok_by_instance\":[%s],"
+           "\"p99_ms_by_instance\":[%s]%s}\n",
            r.label, done, ok, ins, lf, other, initial, final, sold, oversold,
-           lost, secs, done / secs, p50 / 1000.0, p99 / 1000.0);
+           lost, secs, done / secs, p50 / 1000.0, p99 / 1000.0, by_ok, by_p99,
+           ping_json);
     free(r.lat_us);
     if (!final_ok)
         return 1;
-    if (r.check && (oversold != 0 || lost != 0 || other != 0))
+    if (r.check && (oversold != 0 || lost != 0 || other != 0 ||
+                    (r.ping && r.ping->failed != 0)))
         return 3;
     return 0;
 }

@@ -1,17 +1,25 @@
 /*
  * End-to-end test of the inventory sample:
  *
- *   inventory-e2e SERVICE LOAD [-- EXTRA SERVICE ARGS...]
+ *   inventory-e2e SERVICE LOAD [LOOP_SERVICE] [-- EXTRA SERVICE ARGS...]
  *
- * A private redis-server (tests/harness), three service instances sharing one
- * SQLite file, then:
- *   1. every HTTP error case answers its documented status, in JSON;
- *   2. 300 deductions from 16 clients over the three instances against a
- *      stock of 200: exactly 200 sold, 100 refused, none oversold, final 0;
- *   3. Redis stopped: deduct answers 503 with lw_strerror()'s text and the
- *      stock is untouched; Redis back: deduct works again.
- * EXTRA SERVICE ARGS exist to prove the test can fail: "-- --no-lock" must
- * make step 2 (and 3) fail.
+ * A private redis-server (tests/harness), three threaded instances
+ * (SERVICE, inventory-service) and, given LOOP_SERVICE (inventory-loop), a
+ * fourth on an event loop, all sharing one SQLite file, then:
+ *   1. every HTTP error case answers its documented status, in JSON, on a
+ *      threaded instance and on the event-loop one;
+ *   2. 300 deductions from 16 clients over all the instances against a
+ *      stock of 200: exactly 200 sold, 100 refused, none oversold, final 0,
+ *      the event-loop instance answering its share and selling some;
+ *   3. a lock held elsewhere (by this test, on the services' key): a
+ *      deduction sent to the event loop and one sent to a threaded instance
+ *      both wait for it, while the event loop keeps answering GET /ping and
+ *      GET /stock at once; released, both go through, one after the other;
+ *   4. Redis stopped: deduct answers 503 with lw_strerror()'s text on every
+ *      instance (the event loop's on_fail included), the stock is untouched
+ *      and /ping still answers; Redis back: deduct works again.
+ * EXTRA SERVICE ARGS (given to every instance) exist to prove the test can
+ * fail: "-- --no-lock" must make steps 2, 3 and 4 fail.
  */
 /* mkdtemp(), setenv() are POSIX, not C11. */
 #ifndef _GNU_SOURCE /* the harness target defines it too */
@@ -26,24 +34,32 @@
 
 #include <lockweave.h>
 
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
-#define INSTANCES     3
+#define THREADED      3 /* inventory-service instances: 0, 1, 2 */
+#define LOOP          3 /* the inventory-loop instance, when given */
+#define MAX_INSTANCES 4
 #define LOAD_REQUESTS "300"
 #define LOAD_SEED     200
 #define LOAD_CLIENTS  "16"
+#define PING_TIMEOUT_MS 3000 /* a blocked loop would answer after the hold */
 
 static rh_server redis;
-static struct svc_proc svc[INSTANCES];
+static struct svc_proc svc[MAX_INSTANCES];
+static int instances = THREADED; /* + 1 with the event-loop instance */
 static char tmpdir[] = "/tmp/inventory-e2e.XXXXXX";
 
 /* CHECK exits: stop what we started on the way out, by PID. */
 static void stop_all(void)
 {
-    for (int i = 0; i < INSTANCES; i++)
+    for (int i = 0; i < instances; i++)
         svc_stop(&svc[i]);
     rh_stop(&redis);
     char path[256];
@@ -155,19 +171,194 @@ static void error_cases(void)
            "inventory_http_responses_total{code=\"400\"}");
 }
 
+/* A sample value of the instance's /metrics, or -1. */
+static long long metric(int i, const char *series)
+{
+    char out[16384];
+    int st = call(i, "GET", "/metrics", NULL, out, sizeof out);
+    CHECK_MSG(st == 200, "GET /metrics: HTTP %d", st);
+    size_t n = strlen(series);
+    for (const char *p = out; (p = strstr(p, series)) != NULL; p += n)
+        if ((p == out || p[-1] == '\n') && p[n] == ' ')
+            return atoll(p + n + 1);
+    return -1;
+}
+
+/* The event loop's deductions so far: ok, insufficient, lock_failed. */
+static void loop_outcomes(long long v[3])
+{
+    v[0] = metric(LOOP, "inventory_deductions_total{outcome=\"ok\"}");
+    v[1] = metric(LOOP,
+                  "inventory_deductions_total{outcome=\"insufficient\"}");
+    v[2] = metric(LOOP, "inventory_deductions_total{outcome=\"lock_failed\"}");
+    CHECK(v[0] >= 0 && v[1] >= 0 && v[2] >= 0);
+}
+
+/* The same API on the event loop: routing and errors are inv_route()'s, the
+ * deduction goes through deduct_on_loop(), answered from its body. */
+static void loop_cases(void)
+{
+    char big[6000];
+    memset(big, ' ', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+
+    expect(LOOP, "GET", "/ping", NULL, 200, "\"pong\":true");
+    expect(LOOP, "GET", "/health", NULL, 200, "\"front\":\"event-loop\"");
+    expect(0, "GET", "/health", NULL, 200, "\"front\":\"threads\"");
+    expect(LOOP, "PUT", "/stock/e2e-l?qty=5", NULL, 200, "\"stock\":5");
+    expect(0, "GET", "/stock/e2e-l", NULL, 200, "\"stock\":5");
+    expect(LOOP, "GET", "/stock/unknown-sku", NULL, 404, "unknown sku");
+    expect(LOOP, "POST", "/stock/unknown-sku/deduct?qty=1", NULL, 404,
+           "unknown sku");
+    expect(LOOP, "GET", "/stock/bad%21sku", NULL, 400, "bad sku");
+    expect(LOOP, "POST", "/stock/bad.sku/deduct?qty=1", NULL, 400, "bad sku");
+    expect(LOOP, "POST", "/stock/e2e-l/deduct", NULL, 400, "missing qty");
+    expect(LOOP, "POST", "/stock/e2e-l/deduct?qty=0", NULL, 400, "qty");
+    expect(LOOP, "POST", "/stock/e2e-l/deduct?qty=abc", NULL, 400, "qty");
+    expect(LOOP, "POST", "/stock/e2e-l/deduct", "{\"qty\":", 400, "JSON");
+    expect(LOOP, "POST", "/stock/e2e-l/deduct", "{\"count\":1}", 400,
+           "unknown field");
+    expect(LOOP, "POST", "/stock/e2e-l/deduct?qty=1", "{\"qty\":1}", 400,
+           "both");
+    expect(LOOP, "POST", "/stock/e2e-l/deduct", big, 413, "larger");
+    CHECK_EQ(stock_of(LOOP, "e2e-l"), 5);
+    expect(LOOP, "POST", "/stock/e2e-l/deduct", " { \"qty\" : 2 } ", 200,
+           "\"stock\":3");
+    expect(LOOP, "POST", "/stock/e2e-l/deduct?qty=3", NULL, 200,
+           "\"stock\":0");
+    expect(LOOP, "POST", "/stock/e2e-l/deduct?qty=1", NULL, 409,
+           "insufficient");
+    CHECK_EQ(stock_of(1, "e2e-l"), 0);
+    expect(LOOP, "GET", "/nope", NULL, 404, "no such route");
+    expect(LOOP, "DELETE", "/stock/e2e-l", NULL, 405, "allowed");
+    expect(LOOP, "GET", "/stock/e2e-l/deduct?qty=1", NULL, 405, "POST");
+    expect(LOOP, "POST", "/ping", NULL, 405, "GET");
+    expect(LOOP, "GET", "/metrics", NULL, 200,
+           "inventory_deductions_total{outcome=\"ok\"} 2");
+    expect(LOOP, "GET", "/metrics", NULL, 200,
+           "lockweave_locks_acquired_total");
+}
+
+/* A deduction sent from a thread of its own, so that the test goes on while
+ * it waits for the lock. */
+struct pending {
+    int inst;
+    const char *target;
+    pthread_t th;
+    atomic_int done;
+    int status;
+    char body[512];
+};
+
+static void *pending_run(void *arg)
+{
+    struct pending *d = arg;
+    d->status = call(d->inst, "POST", d->target, NULL, d->body,
+                     sizeof d->body);
+    atomic_store(&d->done, 1);
+    return NULL;
+}
+
+static double ms_since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) * 1e3 +
+           (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* GET /ping on the event loop, with a timeout shorter than any wait here:
+ * a loop blocked by the waiting deduction could not answer it. */
+static double ping_ms(void)
+{
+    struct httpc c;
+    struct httpc_resp r;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    httpc_init(&c, "127.0.0.1", svc[LOOP].port, PING_TIMEOUT_MS);
+    int rc = httpc_request(&c, "GET", "/ping", NULL, 0, &r);
+    CHECK_MSG(rc == 0 && r.status == 200,
+              "GET /ping on the event loop while a deduction waits: %s",
+              rc ? c.err : r.body);
+    httpc_close(&c);
+    return ms_since(&t0);
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* A lock held elsewhere: this process takes the services' key for the SKU,
+ * as a third kind of host would. */
+static void lock_held_elsewhere(void)
+{
+    const char *key = "stock:e2e-wait"; /* REDIS_LOCK("stock:{sku}", ...) */
+    lw_lock_opts o = {.expire_ms = 30000, .wait_ms = 2000, .max_renew = -1};
+    lw_lease *lease = NULL;
+
+    expect(0, "PUT", "/stock/e2e-wait?qty=10", NULL, 200, "\"stock\":10");
+    CHECK_RC(lw_acquire(key, strlen(key), &o, &lease), LW_OK);
+
+    struct pending d[2] = {
+        {.inst = LOOP, .target = "/stock/e2e-wait/deduct?qty=1"},
+        {.inst = 1, .target = "/stock/e2e-wait/deduct?qty=2"},
+    };
+    for (int i = 0; i < 2; i++)
+        CHECK(pthread_create(&d[i].th, NULL, pending_run, &d[i]) == 0);
+
+    /* Both wait (the services wait up to 5 s); meanwhile the loop answers
+     * everything that needs no lock, at once. */
+    double worst = 0;
+    int pings = 0;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (ms_since(&t0) < 800) {
+        double ms = ping_ms();
+        worst = ms > worst ? ms : worst;
+        pings++;
+        sleep_ms(20);
+    }
+    CHECK_EQ(stock_of(LOOP, "e2e-wait"), 10);
+    for (int i = 0; i < 2; i++)
+        CHECK_MSG(!atomic_load(&d[i].done),
+                  "deduction on instance %d answered while the lock was held "
+                  "elsewhere: HTTP %d %s",
+                  d[i].inst, d[i].status, d[i].body);
+    CHECK_EQ(metric(LOOP, "lockweave_locks_held"), 0);
+    printf("ok  lock held elsewhere: both deductions wait; the event loop "
+           "answered %d pings meanwhile, slowest %.1f ms\n",
+           pings, worst);
+
+    CHECK_RC(lw_release(lease), LW_OK);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(d[i].th, NULL);
+        CHECK_MSG(d[i].status == 200,
+                  "deduction on instance %d after the release: HTTP %d %s",
+                  d[i].inst, d[i].status, d[i].body);
+    }
+    CHECK_EQ(stock_of(2, "e2e-wait"), 7);
+    CHECK_EQ(stock_of(LOOP, "e2e-wait"), 7);
+    printf("ok  released: both deductions went through, stock 10 -> 7\n");
+}
+
 static void load_run(const char *load_exe)
 {
-    char instances[256] = "";
-    for (int i = 0; i < INSTANCES; i++) {
-        size_t n = strlen(instances);
-        snprintf(instances + n, sizeof instances - n, "%s127.0.0.1:%d",
-                 i ? "," : "", svc[i].port);
+    char list[256] = "";
+    for (int i = 0; i < instances; i++) {
+        size_t n = strlen(list);
+        snprintf(list + n, sizeof list - n, "%s127.0.0.1:%d", i ? "," : "",
+                 svc[i].port);
     }
+    long long before[3] = {0};
+    if (instances > LOOP)
+        loop_outcomes(before);
     char seed[16];
     snprintf(seed, sizeof seed, "%d", LOAD_SEED);
     char *argv[] = {(char *)load_exe,
                     "--instances",
-                    instances,
+                    list,
                     "--requests",
                     LOAD_REQUESTS,
                     "--concurrency",
@@ -200,8 +391,23 @@ static void load_run(const char *load_exe)
     CHECK_EQ(json_int(sum, "other"), 0);
     CHECK_EQ(json_int(sum, "final"), 0);
     /* Not only what the load generator saw: the database itself. */
-    for (int i = 0; i < INSTANCES; i++)
+    for (int i = 0; i < instances; i++)
         CHECK_EQ(stock_of(i, "e2e-load"), 0);
+    if (instances > LOOP) {
+        /* The event loop answered every request sent to it (request k went
+         * to instance k mod N) and sold its part under the same lock. */
+        long long after[3];
+        loop_outcomes(after);
+        long long share = requests / instances + (requests % instances > LOOP);
+        CHECK_EQ((after[0] - before[0]) + (after[1] - before[1]) +
+                     (after[2] - before[2]),
+                 share);
+        CHECK_MSG(after[0] > before[0],
+                  "the event-loop instance sold nothing of %lld requests",
+                  share);
+        printf("ok  load: the event loop sold %lld of its %lld requests\n",
+               after[0] - before[0], share);
+    }
     printf("ok  load: %s", sum);
 }
 
@@ -214,10 +420,12 @@ static void redis_down(void)
     CHECK(rh_stop_keep(&redis) == 0);
     /* Fail closed: no lock, no deduction, and the reason in the reply. */
     snprintf(want, sizeof want, "{\"error\":\"%s\"}", lw_strerror(LW_EREDIS));
-    for (int i = 0; i < INSTANCES; i++)
+    for (int i = 0; i < instances; i++)
         expect(i, "POST", "/stock/e2e-down/deduct?qty=1", NULL, 503, want);
-    for (int i = 0; i < INSTANCES; i++)
+    for (int i = 0; i < instances; i++)
         CHECK_EQ(stock_of(i, "e2e-down"), 9);
+    if (instances > LOOP)
+        expect(LOOP, "GET", "/ping", NULL, 200, "pong");
 
     /* Redis back on the same port: deductions work again without a
      * service restart (reconnect with backoff: allow a few seconds). */
@@ -232,41 +440,63 @@ static void redis_down(void)
     CHECK_MSG(status == 200, "deduct after Redis came back: HTTP %d %s", status,
               out);
     CHECK_EQ(stock_of(2, "e2e-down"), 8);
+    if (instances > LOOP) {
+        expect(LOOP, "POST", "/stock/e2e-down/deduct?qty=1", NULL, 200,
+               "\"stock\":7");
+        CHECK_EQ(stock_of(1, "e2e-down"), 7);
+    }
     printf("ok  Redis down: 503 and stock untouched; Redis back: 200\n");
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s SERVICE LOAD [-- SERVICE ARGS...]\n",
+        fprintf(stderr,
+                "usage: %s SERVICE LOAD [LOOP_SERVICE] [-- SERVICE ARGS...]\n",
                 argv[0]);
         return 2;
     }
+    const char *loop_exe = NULL;
+    int next = 3;
+    if (argc > next && strcmp(argv[next], "--") != 0)
+        loop_exe = argv[next++];
     char *const *extra = NULL;
-    if (argc > 3 && strcmp(argv[3], "--") == 0)
-        extra = argv + 4;
+    if (argc > next && strcmp(argv[next], "--") == 0)
+        extra = argv + next + 1;
     setvbuf(stdout, NULL, _IOLBF, 0);
 
     CHECK_MSG(mkdtemp(tmpdir) != NULL, "mkdtemp failed");
     atexit(stop_all);
     /* A machine without redis-server fails here: that is not a skip. */
     CHECK(rh_start(&redis, NULL) == 0);
+    /* This process takes the services' lock itself in step 3. */
+    setenv("LOCKWEAVE_REDIS_URL", redis.url, 1);
     char db[256];
     snprintf(db, sizeof db, "%s/stock.db", tmpdir);
-    for (int i = 0; i < INSTANCES; i++)
-        CHECK_MSG(
-            svc_start(&svc[i], argv[1], tmpdir, i, db, redis.url, extra) == 0,
-            "instance %d did not start", i);
+    if (loop_exe)
+        instances = THREADED + 1;
+    else
+        printf("note: no LOOP_SERVICE given: the event-loop instance is not "
+               "tested\n");
+    for (int i = 0; i < instances; i++)
+        CHECK_MSG(svc_start(&svc[i], i == LOOP ? loop_exe : argv[1], tmpdir,
+                            i, db, redis.url, extra) == 0,
+                  "instance %d did not start", i);
 
     error_cases();
+    if (instances > LOOP)
+        loop_cases();
     load_run(argv[2]);
+    if (instances > LOOP)
+        lock_held_elsewhere();
     redis_down();
     /* Each instance must shut down cleanly on SIGTERM (and, under a
      * sanitizer, without a finding). */
-    for (int i = 0; i < INSTANCES; i++) {
+    for (int i = 0; i < instances; i++) {
         int st = svc_stop(&svc[i]);
         CHECK_MSG(st == 0, "instance %d exited with status %d", i, st);
     }
+    lw_shutdown();
     printf("inventory e2e: all checks passed\n");
     return 0;
 }

@@ -12,7 +12,8 @@ struct svc_proc {
     char port_file[256];
 };
 
-/* Start inventory-service (exe) on a free loopback port with the given db,
+/* Start a service instance (exe: inventory-service or inventory-loop, which
+ * take the same options) on a free loopback port with the given db,
  * LOCKWEAVE_REDIS_URL=redis_url and the extra arguments (NULL-terminated,
  * may be NULL); wait until GET /health answers.  0, or -1 (printed). */
 int svc_start(struct svc_proc *p, const char *exe, const char *dir, int idx,
