@@ -37,29 +37,46 @@ struct inv_event_http {
 static const char *method_name(enum evhttp_cmd_type cmd)
 {
     switch (cmd) {
-    case EVHTTP_REQ_GET: return "GET";
-    case EVHTTP_REQ_POST: return "POST";
-    case EVHTTP_REQ_HEAD: return "HEAD";
-    case EVHTTP_REQ_PUT: return "PUT";
-    case EVHTTP_REQ_DELETE: return "DELETE";
-    case EVHTTP_REQ_OPTIONS: return "OPTIONS";
-    case EVHTTP_REQ_PATCH: return "PATCH";
-    default: return "OTHER"; /* not allowed: evhttp answers 405 itself */
+    case EVHTTP_REQ_GET:
+        return "GET";
+    case EVHTTP_REQ_POST:
+        return "POST";
+    case EVHTTP_REQ_HEAD:
+        return "HEAD";
+    case EVHTTP_REQ_PUT:
+        return "PUT";
+    case EVHTTP_REQ_DELETE:
+        return "DELETE";
+    case EVHTTP_REQ_OPTIONS:
+        return "OPTIONS";
+    case EVHTTP_REQ_PATCH:
+        return "PATCH";
+    default:
+        return "OTHER"; /* not allowed: evhttp answers 405 itself */
     }
 }
 
 static const char *reason(int status)
 {
     switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 409: return "Conflict";
-    case 413: return "Payload Too Large";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return "Unknown";
+    case 200:
+        return "OK";
+    case 400:
+        return "Bad Request";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 409:
+        return "Conflict";
+    case 413:
+        return "Payload Too Large";
+    case 500:
+        return "Internal Server Error";
+    case 503:
+        return "Service Unavailable";
+    default:
+        return "Unknown";
     }
 }
 
@@ -161,8 +178,9 @@ struct inv_event_http *inv_event_http_start(struct event_base *base,
 {
     struct in_addr a;
     if (inet_pton(AF_INET, addr, &a) != 1) {
-        fprintf(stderr, "inventory-loop: bad listen address %s (IPv4 "
-                        "expected)\n",
+        fprintf(stderr,
+                "inventory-loop: bad listen address %s (IPv4 "
+                "expected)\n",
                 addr);
         return NULL;
     }
@@ -176,19 +194,17 @@ struct inv_event_http *inv_event_http_start(struct event_base *base,
         return NULL;
     }
     /* The router answers 405 for these; evhttp for anything else. */
-    evhttp_set_allowed_methods(h->http,
-                               EVHTTP_REQ_GET | EVHTTP_REQ_POST |
-                                   EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
-                                   EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
-                                   EVHTTP_REQ_PATCH);
+    evhttp_set_allowed_methods(
+        h->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
+                     EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
+                     EVHTTP_REQ_PATCH);
     evhttp_set_max_body_size(h->http, BODY_HARD_MAX);
     evhttp_set_timeout(h->http, IDLE_TIMEOUT_S);
     evhttp_set_gencb(h->http, handle, h);
     struct evhttp_bound_socket *sock =
         evhttp_bind_socket_with_handle(h->http, addr, (ev_uint16_t)port);
     if (!sock) {
-        fprintf(stderr, "inventory-loop: cannot listen on %s:%d\n", addr,
-                port);
+        fprintf(stderr, "inventory-loop: cannot listen on %s:%d\n", addr, port);
         evhttp_free(h->http);
         free(h);
         return NULL;

@@ -27,9 +27,9 @@ enum {
 int inv_read_check_write(const char *sku, int qty, struct inv_store *store,
                          int work_ms);
 
-/* Deduct qty units of sku: inv_read_check_write() under the lock.  Guarded cluster-wide by the Redis
- * lock "lock:stock:{sku}"; INV_LOCK_FAILED (and lw_last_error() says why)
- * when the lock could not be had. */
+/* Deduct qty units of sku: inv_read_check_write() under the lock.  Guarded
+ * cluster-wide by the Redis lock "lock:stock:{sku}"; INV_LOCK_FAILED (and
+ * lw_last_error() says why) when the lock could not be had. */
 int deduct(const char *sku, int qty, struct inv_store *store, int work_ms);
 
 /* The same body with no lock at all: what --no-lock runs. */

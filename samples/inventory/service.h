@@ -36,7 +36,7 @@ struct inv_request {
 };
 
 struct inv_reply {
-    int status; /* 0: deferred to deduct_later, which answers */
+    int status;               /* 0: deferred to deduct_later, which answers */
     const char *content_type; /* NULL: application/json */
     const char *allow;        /* Allow header for 405 */
     struct inv_buf body;

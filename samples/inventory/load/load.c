@@ -440,8 +440,8 @@ int main(int argc, char **argv)
     /* Per instance, before the sort below reorders the samples: request k
      * went to instance k mod N. */
     char by_ok[64 * 12] = "", by_p99[64 * 12] = "";
-    uint32_t *part = malloc((size_t)done / (size_t)r.ninst * sizeof *part +
-                            sizeof *part);
+    uint32_t *part =
+        malloc((size_t)done / (size_t)r.ninst * sizeof *part + sizeof *part);
     for (int i = 0; part && i < r.ninst; i++) {
         struct instance *in = &r.inst[i];
         size_t m = 0;
@@ -455,8 +455,7 @@ int main(int argc, char **argv)
                atomic_load(&in->lock_failed), atomic_load(&in->other), ip99);
         size_t lo = strlen(by_ok), lp = strlen(by_p99);
         snprintf(by_ok + lo, sizeof by_ok - lo, "%s%ld", i ? "," : "", iok);
-        snprintf(by_p99 + lp, sizeof by_p99 - lp, "%s%.2f", i ? "," : "",
-                 ip99);
+        snprintf(by_p99 + lp, sizeof by_p99 - lp, "%s%.2f", i ? "," : "", ip99);
     }
     free(part);
     char ping_json[256] = "";

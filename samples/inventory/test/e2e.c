@@ -43,12 +43,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#define THREADED      3 /* inventory-service instances: 0, 1, 2 */
-#define LOOP          3 /* the inventory-loop instance, when given */
-#define MAX_INSTANCES 4
-#define LOAD_REQUESTS "300"
-#define LOAD_SEED     200
-#define LOAD_CLIENTS  "16"
+#define THREADED        3 /* inventory-service instances: 0, 1, 2 */
+#define LOOP            3 /* the inventory-loop instance, when given */
+#define MAX_INSTANCES   4
+#define LOAD_REQUESTS   "300"
+#define LOAD_SEED       200
+#define LOAD_CLIENTS    "16"
 #define PING_TIMEOUT_MS 3000 /* a blocked loop would answer after the hold */
 
 static rh_server redis;
@@ -188,8 +188,7 @@ static long long metric(int i, const char *series)
 static void loop_outcomes(long long v[3])
 {
     v[0] = metric(LOOP, "inventory_deductions_total{outcome=\"ok\"}");
-    v[1] = metric(LOOP,
-                  "inventory_deductions_total{outcome=\"insufficient\"}");
+    v[1] = metric(LOOP, "inventory_deductions_total{outcome=\"insufficient\"}");
     v[2] = metric(LOOP, "inventory_deductions_total{outcome=\"lock_failed\"}");
     CHECK(v[0] >= 0 && v[1] >= 0 && v[2] >= 0);
 }
@@ -224,8 +223,7 @@ static void loop_cases(void)
     CHECK_EQ(stock_of(LOOP, "e2e-l"), 5);
     expect(LOOP, "POST", "/stock/e2e-l/deduct", " { \"qty\" : 2 } ", 200,
            "\"stock\":3");
-    expect(LOOP, "POST", "/stock/e2e-l/deduct?qty=3", NULL, 200,
-           "\"stock\":0");
+    expect(LOOP, "POST", "/stock/e2e-l/deduct?qty=3", NULL, 200, "\"stock\":0");
     expect(LOOP, "POST", "/stock/e2e-l/deduct?qty=1", NULL, 409,
            "insufficient");
     CHECK_EQ(stock_of(1, "e2e-l"), 0);
@@ -253,8 +251,7 @@ struct pending {
 static void *pending_run(void *arg)
 {
     struct pending *d = arg;
-    d->status = call(d->inst, "POST", d->target, NULL, d->body,
-                     sizeof d->body);
+    d->status = call(d->inst, "POST", d->target, NULL, d->body, sizeof d->body);
     atomic_store(&d->done, 1);
     return NULL;
 }
@@ -479,8 +476,8 @@ int main(int argc, char **argv)
         printf("note: no LOOP_SERVICE given: the event-loop instance is not "
                "tested\n");
     for (int i = 0; i < instances; i++)
-        CHECK_MSG(svc_start(&svc[i], i == LOOP ? loop_exe : argv[1], tmpdir,
-                            i, db, redis.url, extra) == 0,
+        CHECK_MSG(svc_start(&svc[i], i == LOOP ? loop_exe : argv[1], tmpdir, i,
+                            db, redis.url, extra) == 0,
                   "instance %d did not start", i);
 
     error_cases();
