@@ -73,9 +73,12 @@ if [[ ${CI:-} == true ]]; then
   # test on any memory error, definite or indirect leak (also in forked
   # children) or crash; "possibly lost" is not an error (thread stacks and
   # TLS show up as that), and the tests' own timing checks are left to the
-  # passes above (valgrind slows them 20-50x).  No suppressions: hiredis and
-  # glibc are clean here.  The redis-servers the tests start run outside
-  # valgrind (no --trace-children).  Left out:
+  # passes above (valgrind slows them 20-50x).  .ci/valgrind.supp names the
+  # per-thread state glibc's resolver and OpenSSL keep until a thread ends
+  # (a forked child inherits it from threads it does not have, and valgrind
+  # does not scan thread-local storage); nothing else is suppressed.  The
+  # redis-servers the tests start run outside valgrind (no
+  # --trace-children).  Left out:
   #   runtime_security  re-executes itself through /proc/self/exe, which
   #                     under valgrind is valgrind's own loader ("You
   #                     cannot run '/proc/self/exe' directly");
@@ -84,17 +87,7 @@ if [[ ${CI:-} == true ]]; then
   #                     timeout (clean when run by hand);
   #   runtime_keyspace  locks 100 000 keys: 8 s natively, many minutes
   #                     under valgrind (the same paths run in the other
-  #                     runtime tests);
-  #   runtime_tls_redlock  its forked child (which _exit()s) inherits
-  #                     per-thread state of libraries from threads it does
-  #                     not have: OpenSSL's error queue and random generator
-  #                     of the parent's watchdog thread, once that thread has
-  #                     renewed over TLS, and glibc's resolver context for
-  #                     "localhost" (TLS servers are named): only those
-  #                     threads could free it, and valgrind, which does not
-  #                     scan thread-local blocks, reports it lost in the
-  #                     child, depending on timing.  runtime_redlock, the
-  #                     other TLS tests and the TLS fork test run here.
+  #                     runtime tests).
   # The lockweave-ctl tests (labels ctl and runtime) run the command as a
   # child, which the test's valgrind does not follow: LW_CTL_MEMCHECK=1
   # has them run it under valgrind too, an error in it aborting the test.
@@ -105,11 +98,12 @@ if [[ ${CI:-} == true ]]; then
   LW_CTL_MEMCHECK=1 build_and_test build/memcheck -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DLW_BUILD_GEN=ON -DLW_BUILD_SAMPLES=OFF -DLW_BUILD_BENCH=OFF -- \
     -L '^(runtime|unit|fuzz)$' \
-    -E '^(runtime_security|runtime_keyspace|runtime_tls_redlock|cluster_slots|fuzz_annot_corpus|fuzz_keytmpl_corpus)$' \
+    -E '^(runtime_security|runtime_keyspace|cluster_slots|fuzz_annot_corpus|fuzz_keytmpl_corpus)$' \
     -T memcheck --overwrite MemoryCheckCommand="$PWD/.ci/valgrind-memcheck.sh" \
     --overwrite "MemoryCheckCommandOptions=--error-exitcode=97 \
 --leak-check=full --errors-for-leak-kinds=definite,indirect \
---show-leak-kinds=definite,indirect --num-callers=40" || {
+--show-leak-kinds=definite,indirect --num-callers=40 \
+--suppressions=$PWD/.ci/valgrind.supp" || {
     grep -lE 'ERROR SUMMARY: [1-9]' "$memcheck_log"/MemoryChecker.*.log |
       xargs -r cat
     exit 1

@@ -33,6 +33,7 @@
  *   uv            the same through <lockweave/uv.h>
  */
 #include <event2/event.h>
+#include <fcntl.h>
 #include <lockweave/event.h>
 #include <lockweave/uv.h>
 #include <pthread.h>
@@ -246,43 +247,114 @@ static void tick(evutil_socket_t fd, short what, void *arg)
     ticks++;
 }
 
+/* The other process that holds the keys requests wait for.  It is forked
+ * once, at the start, while this process has no threads: a child forked
+ * later would inherit memory the runtime's threads were using at that
+ * instant (a handshake, a release under way), which only they could free
+ * and the child would report lost. */
+struct order {
+    char key[16];
+    int keys;     /* 1: key; N: bnd:0 .. bnd:N-1 in one multi-key guard */
+    int hold_ms;  /* held this long, then given back */
+    int may_lose; /* a fault may take the lock away: LW_ELOST is no failure */
+};
+
+static int to_holder[2], from_holder[2];
+static pid_t holder;
+
+static void holder_main(void)
+{
+    enum { N = 64 };
+    struct order o;
+
+    close(to_holder[1]);
+    close(from_holder[0]);
+    use_server(&srv);
+    while (read(to_holder[0], &o, sizeof o) == (ssize_t)sizeof o) {
+        lw_lock_opts lo = lock_opts(30000, 30000, -1);
+        lw_guard g[N], *gp[N];
+        char key[16], ok;
+        int rc;
+
+        CHECK(o.keys >= 1 && o.keys <= N);
+        for (int i = 0; i < o.keys; i++) {
+            if (o.keys == 1)
+                snprintf(key, sizeof key, "%s", o.key);
+            else
+                snprintf(key, sizeof key, "bnd:%d", i);
+            lw_guard_init(&g[i], &lo);
+            lw_guard_key_str(&g[i], key);
+            gp[i] = &g[i];
+        }
+        CHECK_RC(lw_guard_enter_all(gp, o.keys), LW_OK);
+        CHECK_EQ(write(from_holder[1], "x", 1), 1);
+        sleep_ms(o.hold_ms);
+        rc = lw_guard_leave_all(gp, o.keys);
+        ok = rc == LW_OK || (o.may_lose && rc == LW_ELOST) ? '0' : '1';
+        CHECK_EQ(write(from_holder[1], &ok, 1), 1);
+    }
+    lw_shutdown();
+    _exit(0);
+}
+
+static void holder_start(void)
+{
+    CHECK_EQ(pipe(to_holder), 0);
+    CHECK_EQ(pipe(from_holder), 0);
+    /* Not in the redis-servers rh_restart() starts: the holder sees its
+     * end of file when this process closes its end. */
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ(fcntl(to_holder[i], F_SETFD, FD_CLOEXEC), 0);
+        CHECK_EQ(fcntl(from_holder[i], F_SETFD, FD_CLOEXEC), 0);
+    }
+    holder = fork();
+    CHECK(holder >= 0);
+    if (holder == 0)
+        holder_main();
+    close(to_holder[0]);
+    close(from_holder[1]);
+}
+
+static void holder_stop(void)
+{
+    int status;
+
+    close(to_holder[1]);
+    CHECK_EQ(waitpid(holder, &status, 0), holder);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    close(from_holder[0]);
+}
+
 /* Set while a fault may take the holder's lock away (its leave then says
  * LW_ELOST, rightly). */
 static int holder_may_lose;
 
-/* A child that takes key and holds it hold_ms; returns once it holds it. */
-static pid_t hold_elsewhere(const char *key, int hold_ms)
+/* Has the holder take keys (see struct order) for hold_ms; returns once it
+ * holds them. */
+static void hold_keys_elsewhere(const char *key, int keys, int hold_ms)
 {
-    int go[2];
-    pid_t pid;
+    struct order o = {
+        .keys = keys, .hold_ms = hold_ms, .may_lose = holder_may_lose};
     char b;
 
-    CHECK_EQ(pipe(go), 0);
-    pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        lw_guard g;
-        close(go[0]);
-        CHECK_RC(lock_str(&g, key, 30000, 0), LW_OK);
-        CHECK_EQ(write(go[1], "x", 1), 1);
-        sleep_ms(hold_ms);
-        if (lw_guard_leave(&g) != LW_OK && !holder_may_lose)
-            _exit(1);
-        lw_shutdown();
-        _exit(0);
-    }
-    close(go[1]);
-    CHECK_EQ(read(go[0], &b, 1), 1);
-    close(go[0]);
-    return pid;
+    snprintf(o.key, sizeof o.key, "%s", key);
+    CHECK_EQ(write(to_holder[1], &o, sizeof o), (ssize_t)sizeof o);
+    CHECK_EQ(read(from_holder[0], &b, 1), 1);
+    CHECK_EQ(b, 'x');
 }
 
-static void reap(pid_t pid)
+static void hold_elsewhere(const char *key, int hold_ms)
 {
-    int status;
+    hold_keys_elsewhere(key, 1, hold_ms);
+}
 
-    CHECK_EQ(waitpid(pid, &status, 0), pid);
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+/* Waits until the holder gave its keys back, and checks it could. */
+static void holder_done(void)
+{
+    char b;
+
+    CHECK_EQ(read(from_holder[0], &b, 1), 1);
+    CHECK_EQ(b, '0');
 }
 
 static void liveness(struct event_base *base, lw_loop *loop)
@@ -292,7 +364,7 @@ static void liveness(struct event_base *base, lw_loop *loop)
     lw_lock_opts o = lock_opts(10000, 30000, -1);
     struct req r = {0};
     int64_t t0;
-    pid_t holder = hold_elsewhere("live", 1500);
+    hold_elsewhere("live", 1500);
 
     ticks = 0;
     event_add(t, &every);
@@ -312,7 +384,7 @@ static void liveness(struct event_base *base, lw_loop *loop)
     CHECK_EQ(run_until(base, released, NULL, 10000), 0);
     CHECK_RC(released_status, LW_OK);
     event_free(t);
-    reap(holder);
+    holder_done();
 }
 
 static int all_done(void *arg)
@@ -329,7 +401,7 @@ static void fifo(struct event_base *base, lw_loop *loop)
 {
     lw_lock_opts o = lock_opts(10000, 30000, -1);
     struct req r[4] = {{0}};
-    pid_t holder = hold_elsewhere("fifo", 500);
+    hold_elsewhere("fifo", 500);
 
     served = 0;
     for (int i = 0; i < 4; i++) {
@@ -345,7 +417,7 @@ static void fifo(struct event_base *base, lw_loop *loop)
         CHECK_RC(lw_release_async(r[i].lease, NULL, NULL), LW_OK);
     }
     CHECK_EQ(run_until(base, all_done, r, 1000), 0);
-    reap(holder);
+    holder_done();
     printf("fifo: served in the order asked\n");
 }
 
@@ -374,36 +446,10 @@ static void bounded(struct event_base *base, lw_loop *loop)
     lw_lock_opts o = lock_opts(10000, 30000, -1);
     struct req r[N] = {{0}};
     char key[16];
-    pid_t holder;
     int conns;
 
     /* One process holds all 64 keys: a multi-key guard. */
-    {
-        int go[2];
-        char b;
-        CHECK_EQ(pipe(go), 0);
-        holder = fork();
-        CHECK(holder >= 0);
-        if (holder == 0) {
-            lw_guard g[N], *gp[N];
-            close(go[0]);
-            for (int i = 0; i < N; i++) {
-                lw_guard_init(&g[i], &o);
-                snprintf(key, sizeof key, "bnd:%d", i);
-                lw_guard_key_str(&g[i], key);
-                gp[i] = &g[i];
-            }
-            CHECK_RC(lw_guard_enter_all(gp, N), LW_OK);
-            CHECK_EQ(write(go[1], "x", 1), 1);
-            sleep_ms(1500);
-            CHECK_RC(lw_guard_leave_all(gp, N), LW_OK);
-            lw_shutdown();
-            _exit(0);
-        }
-        close(go[1]);
-        CHECK_EQ(read(go[0], &b, 1), 1);
-        close(go[0]);
-    }
+    hold_keys_elsewhere("", N, 1500);
     for (int i = 0; i < N; i++) {
         snprintf(key, sizeof key, "bnd:%d", i);
         CHECK_RC(
@@ -417,7 +463,7 @@ static void bounded(struct event_base *base, lw_loop *loop)
         CHECK_RC(r[i].status, LW_OK);
         CHECK_RC(lw_release_async(r[i].lease, NULL, NULL), LW_OK);
     }
-    reap(holder);
+    holder_done();
     printf("bounded: %d requests waiting on %d busy keys held %d connections "
            "of this process\n",
            N, N, conns);
@@ -434,7 +480,7 @@ static void cancel(struct event_base *base, lw_loop *loop)
 {
     lw_lock_opts o = lock_opts(10000, 30000, -1);
     struct req r = {0}, other = {0}, mine = {0};
-    pid_t holder = hold_elsewhere("cancel", 500);
+    hold_elsewhere("cancel", 500);
 
     CHECK_RC(lw_acquire_async(loop, "cancel", 6, &o, on_acquired, &r), LW_OK);
     CHECK_RC(lw_acquire_async(loop, "cancel", 6, &o, on_acquired, &other),
@@ -455,7 +501,7 @@ static void cancel(struct event_base *base, lw_loop *loop)
     CHECK_RC(mine.status, LW_OK);
     CHECK_RC(lw_release_async(mine.lease, NULL, NULL), LW_OK);
     CHECK_EQ(lw_cancel_async(loop, &r), 0); /* nothing left with that ud */
-    reap(holder);
+    holder_done();
     printf("cancel: ok\n");
 }
 
@@ -615,7 +661,7 @@ static void while_waiting(struct event_base *base, lw_loop *loop,
 {
     lw_lock_opts o = lock_opts(3000, 20000, -1);
     struct req r[8] = {{0}}, after = {0};
-    pid_t holder = hold_elsewhere("fault", 800);
+    hold_elsewhere("fault", 800);
     int ok = 0;
 
     for (int i = 0; i < 8; i++)
@@ -636,7 +682,7 @@ static void while_waiting(struct event_base *base, lw_loop *loop,
     CHECK_EQ(run_until(base, req_done, &after, 30000), 0);
     CHECK_RC(after.status, LW_OK);
     CHECK_RC(lw_release_async(after.lease, NULL, NULL), LW_OK);
-    reap(holder);
+    holder_done();
     printf("faults: %s while 8 requests waited: %d served\n", what, ok);
 }
 
@@ -750,7 +796,7 @@ static void shutdown_waiting(void)
     lw_lock_opts o = lock_opts(10000, 30000, -1);
     struct req r = {0};
     int64_t t0;
-    pid_t holder = hold_elsewhere("sd", 3000);
+    hold_elsewhere("sd", 3000);
 
     CHECK(loop != NULL);
     CHECK_RC(lw_acquire_async(loop, "sd", 2, &o, on_acquired, &r), LW_OK);
@@ -765,7 +811,7 @@ static void shutdown_waiting(void)
     lw_loop_free(loop);
     event_base_free(base);
     use_server(&srv);
-    reap(holder);
+    holder_done();
 }
 
 /* uv --------------------------------------------------------------------- */
@@ -808,6 +854,7 @@ int main(void)
     lw_loop *loop;
 
     CHECK_EQ(rh_start(&srv, NULL), 0);
+    holder_start();
     use_server(&srv);
     in_flight();
     base = event_base_new();
@@ -828,6 +875,7 @@ int main(void)
     shutdown_waiting();
     uv();
     lw_shutdown();
+    holder_stop();
     CHECK_EQ(rh_stop(&srv), 0);
     printf("loop: ok\n");
     return 0;
