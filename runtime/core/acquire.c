@@ -1,8 +1,8 @@
 /*
- * Acquire: one round trip when the lock is free (SET NX PX plus the fence
- * INCR), then, while it is busy, queue in Redis and block on our mailbox
- * until a release hands us the lock or wakes us, the lock's TTL runs out, or
- * the deadline comes — whichever is first.
+ * Acquire: one round trip when the lock is free (a script that takes it and
+ * mints its fence in one step), then, while it is busy, queue in
+ * Redis and block on our mailbox until a release hands us the lock or wakes
+ * us, the lock's TTL runs out, or the deadline comes — whichever is first.
  */
 #include <lockweave.h>
 #include <stdio.h>
@@ -34,26 +34,11 @@
 #define HOT_US           100000 /* a waited-for key stays "hot" this long */
 #define GRANT_ENTRY_MAX  32
 
-/*
- * One try is a pipeline of two plain commands, not a script: a script costs
- * Redis several microseconds of Lua per call, these about one together.
- *   SET key token NX PX expire GET  nil: ours now; our token: ours already
- *                                   (a retry whose first reply was lost);
- *                                   another token: busy
- *   INCR fence                      the fence, used only when the lock is ours
- * The INCR is not atomic with the SET, yet fences still increase from holder
- * to holder: a holder's INCR runs before its reply reaches it, so before it
- * can release, so before the next holder's SET.  Busy tries leave gaps only.
- * A busy lock's TTL is not asked for: the queue script that follows tells.
- */
 struct attempt {
     struct lw_target to; /* where the key's requests go */
     struct lw_hold *l;
     const lw_lock_opts *opts;
     uint64_t *fence;
-    const char *set_argv[7], *incr_argv[2];
-    size_t set_lens[7], incr_lens[2];
-    struct lw_cmd cmds[2];
     int64_t sent_us;  /* when the last try was written (lw_target.sent_us):
                          its SET or script ran no earlier */
     int64_t valid_ms; /* lease granted by the successful try */
@@ -104,50 +89,6 @@ static int alive_init(struct attempt *a)
     return a->alive != NULL ? LW_OK : LW_ENOMEM;
 }
 
-static void attempt_init(struct attempt *a)
-{
-    const struct lw_hold *l = a->l;
-    const char *set[] = {"SET", l->key,        l->token, "NX",
-                         "PX",  l->expire_str, "GET"};
-    size_t setl[] = {
-        3, l->keylen, (size_t)l->toklen, 2, 2, (size_t)l->expire_len, 3};
-
-    memcpy(a->set_argv, set, sizeof set);
-    memcpy(a->set_lens, setl, sizeof setl);
-    a->incr_argv[0] = "INCR";
-    a->incr_lens[0] = 4;
-    a->incr_argv[1] = a->names->fence;
-    a->incr_lens[1] = a->names->fencelen;
-    a->cmds[0] = (struct lw_cmd){7, a->set_argv, a->set_lens};
-    a->cmds[1] = (struct lw_cmd){2, a->incr_argv, a->incr_lens};
-}
-
-/* LW_OK acquired, LW_R_BUSY, or an error.  Our own token in the key can
- * only be this same try's SET, run before a lost reply made net/exchange.c send
- * it again: it ran after a->sent_us, so its lease, too, lasts past sent_us +
- * expire, which is all lw__queue_acquire counts on. */
-static int try_verdict(struct attempt *a, redisReply **r)
-{
-    const struct lw_hold *l = a->l;
-    redisReply *prev = r[0];
-
-    if (r[1]->type != REDIS_REPLY_INTEGER)
-        return LW_EREDIS;
-    if (prev->type == REDIS_REPLY_NIL ||
-        (prev->type == REDIS_REPLY_STRING && prev->len == (size_t)l->toklen &&
-         memcmp(prev->str, l->token, prev->len) == 0)) {
-        a->valid_ms = l->expire_ms;
-    } else if (prev->type == REDIS_REPLY_STRING) {
-        return LW_R_BUSY;
-    } else {
-        return LW_EREDIS;
-    }
-    if (r[1]->integer <= 0)
-        return LW_EREDIS;
-    *a->fence = (uint64_t)r[1]->integer;
-    return LW_OK;
-}
-
 /* How a poll of the queue script joins: enqueue()'s join. */
 #define JOIN_LISTENING "1" /* queued, blocked on the mailbox between polls */
 #define JOIN_POLLING   "p" /* queued, only polling: never handed the lock */
@@ -155,55 +96,23 @@ static int try_verdict(struct attempt *a, redisReply **r)
 
 static int enqueue(struct attempt *a, const char *join, int64_t *ttl_ms);
 
-/* The INCR re-created a counter Redis had lost (keynames.h): mint the fence
- * again with the script that restarts the counter at the server's clock.
- * The lock is ours meanwhile, so the next holder's fence still comes after
- * this one.  LW_OK, or LW_EREDIS for the caller to give the lock back. */
-static int remint(struct attempt *a)
-{
-    const char *argv[] = {a->names->fence};
-    size_t lens[] = {a->names->fencelen};
-    redisReply *r;
-    int replayed, rc;
+static int send_take(struct attempt *a, struct lw_script *script,
+                     const char **argv, const size_t *lens, int nkeys,
+                     int nargs, int64_t *ttl_ms);
 
-    rc = lw__send(&a->to,
-                  &(struct lw_request){.script = &lw__script_fence,
-                                       .nkeys = 1,
-                                       .argv = argv,
-                                       .lens = lens},
-                  route_deadline(a), &r, &replayed);
-    if (rc != LW_OK)
-        return LW_EREDIS;
-    rc = LW_EREDIS;
-    if (r->type == REDIS_REPLY_INTEGER && r->integer >= LW_FENCE_FLOOR) {
-        *a->fence = (uint64_t)r->integer;
-        rc = LW_OK;
-    }
-    freeReplyObject(r);
-    return rc;
-}
-
+/* The first try: the kind's try script where it has one (a free lock taken
+ * for fewer of Redis's microseconds), else the acquire-or-queue script,
+ * without joining the queue. */
 static int try_free(struct attempt *a, int64_t *ttl_ms)
 {
-    redisReply *r[2];
-    int replayed, rc;
+    const struct lw_hold *l = a->l;
+    const char *argv[] = {l->key, a->names->fence, l->token, l->expire_str};
+    size_t lens[] = {l->keylen, a->names->fencelen, (size_t)l->toklen,
+                     (size_t)l->expire_len};
 
-    /* Other kinds: one script takes it. */
-    if (!(a->l->kind->flags & LW_KIND_PLAIN_TRY))
+    if (l->kind->try_free == NULL)
         return enqueue(a, JOIN_LEAVE, ttl_ms);
-    *ttl_ms = 0; /* not asked: the queue script tells */
-    rc = lw__send(&a->to, &(struct lw_request){.cmds = a->cmds, .ncmds = 2},
-                  route_deadline(a), r, &replayed);
-    a->sent_us = a->to.sent_us;
-    if (rc == LW_R_ASKED) /* slot migrating: one script, redirected whole */
-        return enqueue(a, JOIN_LEAVE, ttl_ms);
-    if (rc != LW_OK)
-        return rc;
-    rc = try_verdict(a, r);
-    lw__replies_free(r, 2);
-    if (rc == LW_OK && *a->fence < LW_FENCE_FLOOR)
-        rc = remint(a);
-    return rc;
+    return send_take(a, l->kind->try_free, argv, lens, 2, 2, ttl_ms);
 }
 
 /* How long to wait before the next poll: on the mailbox, a poll every
@@ -235,8 +144,7 @@ static int enqueue(struct attempt *a, const char *join, int64_t *ttl_ms)
     const char *argv[11];
     size_t lens[11];
     unsigned flags = l->kind->flags;
-    int nkeys, nargs = 0, replayed, rc;
-    redisReply *r;
+    int nkeys, nargs = 0;
 
     if (alive_init(a) != LW_OK)
         return LW_ENOMEM;
@@ -258,10 +166,26 @@ static int enqueue(struct attempt *a, const char *join, int64_t *ttl_ms)
     if (flags & LW_KIND_PERMITS)
         ARG(l->permits_str, (size_t)l->permits_len);
 #undef ARG
+    return send_take(a, l->kind->enqueue, argv, lens, nkeys, nargs - nkeys,
+                     ttl_ms);
+}
+
+/* Send a script that takes the lock (the kind's try or acquire-or-queue)
+ * and read its reply: LW_OK (*a->fence, a->valid_ms), LW_R_BUSY (*ttl_ms,
+ * a->entry), or an error. */
+static int send_take(struct attempt *a, struct lw_script *script,
+                     const char **argv, const size_t *lens, int nkeys,
+                     int nargs, int64_t *ttl_ms)
+{
+    struct lw_hold *l = a->l;
+    unsigned flags = l->kind->flags;
+    int replayed, rc;
+    redisReply *r;
+
     rc = lw__send(&a->to,
-                  &(struct lw_request){.script = l->kind->enqueue,
+                  &(struct lw_request){.script = script,
                                        .nkeys = nkeys,
-                                       .nargs = nargs - nkeys,
+                                       .nargs = nargs,
                                        .argv = argv,
                                        .lens = lens},
                   route_deadline(a), &r, &replayed);
@@ -539,11 +463,10 @@ int lw__queue_acquire(struct lw_hold *l, const lw_lock_opts *opts,
                        l->cfg->ep.topology == LW_TOPO_CLUSTER) != LW_OK)
         return LW_ENOMEM;
     a.names = &names;
-    attempt_init(&a);
 
     /* A key this thread just had to queue for is likely still contended:
      * queue at once (the script also takes a free lock) rather than spend a
-     * round trip on a plain try that will find it busy. */
+     * round trip on a try that will find it busy. */
     rc = hot_key(l, start_us) && opts->wait_ms > 0 ? LW_R_BUSY
                                                    : try_free(&a, &ttl_ms);
     if (rc == LW_R_BUSY) {
@@ -554,7 +477,7 @@ int lw__queue_acquire(struct lw_hold *l, const lw_lock_opts *opts,
         hot.until_us = queued ? lw__now_us() + HOT_US : 0;
         hot.hash = key_hash(l);
     }
-    if (rc == LW_EREDIS || rc == LW_EAUTH) /* EAUTH: NOPERM on the INCR */
+    if (rc == LW_EREDIS || rc == LW_EAUTH) /* EAUTH: NOPERM in a script */
         give_back(&a);
     if (rc == LW_OK) {
         /* The lease is measured from before the request: whatever the

@@ -21,9 +21,6 @@ struct lw_hold;
 struct lw_names;
 
 /* What a kind is and allows (lw_kind.flags). */
-#define LW_KIND_PLAIN_TRY                                                      \
-    0x01u /* a first try by SET NX and INCR, before                            \
-             the acquire-or-queue script */
 #define LW_KIND_READERS                                                        \
     0x02u /* its scripts take the readers' set after                           \
              the common KEYS; lockweave-ctl counts its                         \
@@ -50,6 +47,10 @@ struct lw_kind {
      * entry} when busy, {0, what Redis holds} when the key is another
      * kind's. */
     struct lw_script *enqueue;
+    /* A first try, cheaper than enqueue for a lock that is free (acquire.c):
+     * KEYS lock, fence; ARGV token, lease ms.  {fence, lease left ms} when
+     * ours, {-1, ''} when busy.  NULL: enqueue, not joining the queue. */
+    struct lw_script *try_free;
     /* Renewal of many leases in one call (renew.c): KEYS the locks, ARGV
      * their tokens then lease ms; one 1 (renewed) or 0 (not ours) per key.
      * NULL: each lease alone, by renew_one(). */

@@ -1,9 +1,8 @@
 /*
  * The mutex: the lock key holds its holder's token.  The kind every other
  * builds on: writers of a read/write lock are mutexes, and the queue,
- * hand-off and fences below are every kind's.  Its acquire starts with a
- * plain SET NX and INCR (acquire.c), Redlock can take it, and threads of a
- * process hand it to each other (cohort.c).
+ * hand-off and fences below are every kind's.  Redlock can take it, and
+ * threads of a process hand it to each other (cohort.c).
  */
 #include <lockweave.h>
 #include <string.h>
@@ -34,30 +33,33 @@ static const char renew_lua[] =
     "end\n"
     "return out\n";
 
-/* A fence for a lock taken by the plain SET whose INCR found the counter
- * lost.  KEYS: the fence counter.  Returns the fence. */
-static const char fence_lua[] = MINT_LUA "return mint(KEYS[1])\n";
-
 /*
  * Fences for a run of sections handed on between threads of one process
  * (cohort.c), minted only while the key still holds the holder's token: a
  * lock removed behind its holder's back (a forced unlock, an eviction) may
  * already be another caller's, whose fence must stay above all of these.
- * The token and the INCRBY are one script, so no other caller's fence can
- * come between the check and the count.  KEYS: lock, fence counter.  ARGV:
- * token, n.  Returns the last of n fences, or 0 when the lock is not ours.
- * A counter Redis lost restarts at the server's clock, as mint() does.
+ * The token check and the minting are one script, so no other caller's
+ * fence can come between them.  KEYS: lock, fence counter.  ARGV: token, n.
+ * Returns the last of n fences, or 0 when the lock is not ours.
  */
 static const char handfences_lua[] =
-    "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end\n"
-    "local n = tonumber(ARGV[2])\n"
-    "local f = redis.call('incrby', KEYS[2], n)\n"
-    "if f - n + 1 >= " LW_FENCE_FLOOR_LUA " then return f end\n"
-    "local t = redis.call('time')\n"
-    "local last = tonumber(t[1] .. string.format('%06d', tonumber(t[2]))) +\n"
-    "    n - 1\n"
-    "redis.call('set', KEYS[2], string.format('%d', last))\n"
-    "return last\n";
+    MINT_LUA "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end\n"
+             "return mint(KEYS[2], tonumber(ARGV[2]))\n";
+
+/* The first try (acquire.c): the lock taken if free, its fence minted in
+ * the same step.  Our own token in the key is this same try run before a
+ * lost reply made net/exchange.c send it again: ours, its lease what is
+ * left.  KEYS: lock, fence counter.  ARGV: token, lease ms.  {fence, lease
+ * left ms} when ours, {-1, ''} when busy (the holder's TTL not asked for:
+ * the acquire-or-queue script that follows tells). */
+static const char try_lua[] = MINT_LUA
+    "local v = redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], "
+    "'GET')\n"
+    "if not v then return {mint(KEYS[2]), tonumber(ARGV[2])} end\n"
+    "if v == ARGV[1] then\n"
+    "  return {mint(KEYS[2]), redis.call('pttl', KEYS[1])}\n"
+    "end\n"
+    "return {-1, ''}\n";
 
 /* Is the lock still ours?  KEYS: lock.  ARGV: token.  1 or 0.  For a slot
  * being migrated, where a plain GET may be asked to go elsewhere (ASK) and
@@ -163,8 +165,8 @@ static const char onekey_lua[] =
 struct lw_script lw__script_renew = LW_SCRIPT_INIT(renew_lua);
 struct lw_script lw__script_release = LW_SCRIPT_INIT(release_lua);
 struct lw_script lw__script_enqueue = LW_SCRIPT_INIT(enqueue_lua);
+struct lw_script lw__script_try = LW_SCRIPT_INIT(try_lua);
 struct lw_script lw__script_onekey = LW_SCRIPT_INIT(onekey_lua);
-struct lw_script lw__script_fence = LW_SCRIPT_INIT(fence_lua);
 struct lw_script lw__script_handfences = LW_SCRIPT_INIT(handfences_lua);
 struct lw_script lw__script_owned = LW_SCRIPT_INIT(owned_lua);
 
@@ -232,8 +234,9 @@ static int owns(const redisReply *get)
 const struct lw_kind lw__kind_mutex = {
     .name = "mutex",
     .noun = "a mutex",
-    .flags = LW_KIND_PLAIN_TRY | LW_KIND_REDLOCK | LW_KIND_HANDOFF,
+    .flags = LW_KIND_REDLOCK | LW_KIND_HANDOFF,
     .enqueue = &lw__script_enqueue,
+    .try_free = &lw__script_try,
     .renew = &lw__script_renew,
     .release = release,
     .owns = owns,

@@ -10,26 +10,36 @@
 #include "core/keynames.h"
 
 /*
- * Mint a fence from counter k (keynames.c: shared by many lock keys).  A
- * counter Redis lost — evicted, flushed, restarted empty — comes back from
- * INCR at 1, below every fence it gave: it starts again at the server's
- * clock in microseconds instead, past every fence it gave before, which
- * grew by one per acquisition (at most local_handoffs more for a run handed
- * between threads, cohort.c) from that clock's value at its own start: it
- * would have to grow by more than a million a second, sustained, to outrun
- * it.  So fences keep increasing per key through such a loss,
- * as long as the server's clock does not step back.  Fences are past 14
- * digits, where Lua prints a number as "1.7955509984812e+15": they are
- * written with string.format('%d'), the clock from TIME's own strings.
+ * Mint n fences (n nil: one) from counter k (keynames.c: shared by many lock
+ * keys) and return the last: the first is the counter plus one or the
+ * server's clock in microseconds, whichever is higher, and the counter is
+ * left at the last.  The clock is what keeps fences rising where the counter
+ * went back: Redis restarted from a snapshot older than the fences it gave,
+ * a replica promoted that had not received them, a counter evicted or
+ * flushed.  Every fence given before is at most that server's clock when it
+ * was minted (plus the fences one hand-off batch ran ahead of it, cohort.c),
+ * so the next server's clock is past it once the failover took longer than
+ * the two clocks differ (docs/guarantees.md).  The counter alone orders the
+ * fences minted within one microsecond.  Fences are past 14 digits, where
+ * Lua prints a number as "1.7955509984812e+15": they are written with
+ * string.format('%d'), the clock from TIME's own strings; Lua's doubles hold
+ * them exactly (below 2^53).  A counter holding anything but a number was
+ * written by someone else: the script fails rather than guess.
  */
 #define MINT_LUA                                                               \
-    "local function mint(k)\n"                                                 \
-    "  local f = redis.call('incr', k)\n"                                      \
-    "  if f >= " LW_FENCE_FLOOR_LUA " then return f end\n"                     \
+    "local function mint(k, n)\n"                                              \
     "  local t = redis.call('time')\n"                                         \
-    "  local now = t[1] .. string.format('%06d', tonumber(t[2]))\n"            \
-    "  redis.call('set', k, now)\n"                                            \
-    "  return tonumber(now)\n"                                                 \
+    "  local f = tonumber(t[1] .. string.format('%06d', tonumber(t[2])))\n"    \
+    "  local v = redis.call('get', k)\n"                                       \
+    "  local c = tonumber(v)\n"                                                \
+    "  if v and not c then\n"                                                  \
+    "    error({err = 'ERR lockweave fence counter ' .. k .. ' holds no '\n"   \
+    "           .. 'number'})\n"                                               \
+    "  end\n"                                                                  \
+    "  if c and c >= f then f = c + 1 end\n"                                   \
+    "  f = f + (n or 1) - 1\n"                                                 \
+    "  redis.call('set', k, string.format('%d', f))\n"                         \
+    "  return f\n"                                                             \
     "end\n"
 
 /*

@@ -9,8 +9,8 @@
 extern struct lw_script lw__script_renew;      /* a batch of leases */
 extern struct lw_script lw__script_release;    /* delete and hand off */
 extern struct lw_script lw__script_enqueue;    /* take, or queue for, a lock */
+extern struct lw_script lw__script_try;        /* take a free lock */
 extern struct lw_script lw__script_onekey;     /* renew or delete one key */
-extern struct lw_script lw__script_fence;      /* mint from a lost counter */
 extern struct lw_script lw__script_handfences; /* fences for local hand-offs */
 extern struct lw_script lw__script_owned;      /* is the lock still ours? */
 /* The same for a semaphore (permits = N): a sorted set of leased permits. */

@@ -55,10 +55,13 @@ int lw__replies_error(redisReply **out, int n)
     for (int i = 0; i < n; i++)
         if (out[i]->type == REDIS_REPLY_ERROR) {
             int rc = lw__conn_error_rc(out[i]);
-            /* Only the router follows redirections: a plain URL that points
-             * at a cluster node gets them as errors.  Say what to do. */
+            /* Only the router follows redirections and names keys slot by
+             * slot: a plain URL that points at a cluster node gets them as
+             * errors, or CROSSSLOT for a script whose keys the router would
+             * have kept in one slot.  Say what to do. */
             if (strncmp(out[i]->str, "MOVED ", 6) == 0 ||
-                strncmp(out[i]->str, "ASK ", 4) == 0)
+                strncmp(out[i]->str, "ASK ", 4) == 0 ||
+                strncmp(out[i]->str, "CROSSSLOT ", 10) == 0)
                 lw__log(LW_LOG_ERROR,
                         "the server is a Redis Cluster node: use "
                         "LOCKWEAVE_REDIS_URL=redis+cluster://host:port");

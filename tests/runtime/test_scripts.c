@@ -64,7 +64,7 @@ static void *contender(void *arg)
     return NULL;
 }
 
-/* Two threads on one key: the plain try, the queueing script, the release
+/* Two threads on one key: the try script, the queueing script, the release
  * script (with a hand-off) all run. */
 static void contend(void)
 {
@@ -89,9 +89,8 @@ int main(void)
     contend();
     CHECK_EQ(calls("script"), 0); /* no SCRIPT LOAD */
     eval_first = calls("eval");
-    /* The connect-time ACL check (net/handshake.c), the fence script (a
-     * new server has no counter yet), the release; the enqueue script if
-     * it was used. */
+    /* The connect-time ACL check (net/handshake.c), the acquire script,
+     * the release; the hand-off fences' script if a run was handed on. */
     CHECK(eval_first >= 3 && eval_first <= 4);
     contend();
     CHECK_EQ(calls("eval"), eval_first); /* known now: EVALSHA only */
@@ -101,7 +100,7 @@ int main(void)
         struct lw_script *all[] = {
             &lw__script_renew,       &lw__script_release,
             &lw__script_enqueue,     &lw__script_onekey,
-            &lw__script_fence,       &lw__script_handfences,
+            &lw__script_try,         &lw__script_handfences,
             &lw__script_owned,       &lw__script_sem_enqueue,
             &lw__script_sem_release, &lw__script_sem_renew,
             &lw__script_sem_leave,   &lw__script_rw_enqueue,
