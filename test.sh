@@ -12,11 +12,12 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 # libclang-rt-14-dev: clang's sanitizer runtimes and libFuzzer.  groff-base:
-# the install test renders the man pages.
+# the install test renders the man pages.  python3-prometheus-client: the
+# metrics test reads lw_metrics_write() with its text-format parser.
 .ci/ensure-packages.sh cmake ninja-build gcc g++ clang-14 libclang-dev \
   libclang-rt-14-dev libhiredis-dev redis-server pkg-config \
   libmicrohttpd-dev libsqlite3-dev valgrind groff-base libssl-dev openssl \
-  libevent-dev libuv1-dev
+  libevent-dev libuv1-dev python3-prometheus-client
 
 jobs=${LW_TEST_JOBS:-2}
 generator=()

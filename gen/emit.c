@@ -21,7 +21,8 @@ static const wrapper_use wrapper_uses[] = {
     {"lw_lock_opts", "<lockweave.h>"},
     {"lw_guard", "<lockweave.h>"},
     {"lw_guard_init", "<lockweave.h>"},
-    {"lw_guard_init_sized", "<lockweave.h>"}, /* lw_guard_init() expands to it */
+    /* lw_guard_init() expands to it */
+    {"lw_guard_init_sized", "<lockweave.h>"},
     {"lw_guard_key_bytes", "<lockweave.h>"},
     {"lw_guard_key_i64", "<lockweave.h>"},
     {"lw_guard_key_u64", "<lockweave.h>"},
@@ -213,6 +214,40 @@ static void guard_name(lw_buf *b, const lw_func *f, const char *base, int i)
         buf_printf(b, "%s%d", base, i);
 }
 
+/* Whether f's locks get a metrics site: a static lw_site, which an
+ * external inline function may not refer to (C11 6.7.4): its locks count
+ * as unannotated. */
+static int has_sites(const lw_func *f)
+{
+    return f->internal || !f->is_inline;
+}
+
+/* Lock i's site: lw__site_NAME, or lw__site_NAME0, lw__site_NAME1, ... */
+static void site_name(lw_buf *b, const lw_func *f, int i)
+{
+    buf_printf(b, "lw__site_%s", f->name);
+    if (f->nlocks > 1)
+        buf_printf(b, "%d", i);
+}
+
+/* The sites of f's locks, at file scope before its wrapper: each lock's
+ * labels for lw_metrics_write(), registered before main() runs. */
+static void put_sites(lw_buf *b, const lw_func *f)
+{
+    if (!has_sites(f))
+        return;
+    for (int i = 0; i < f->nlocks; i++) {
+        const lw_lockspec *l = &f->locks[i];
+        buf_puts(b, "LW_SITE_AT(");
+        site_name(b, f, i);
+        buf_printf(b, ", \"%s\", ", f->name);
+        put_c_string(b, l->tmpl, l->tmpl_len);
+        buf_puts(b, ", ");
+        put_c_string(b, l->file, strlen(l->file));
+        buf_printf(b, ", %u);\n", l->line);
+    }
+}
+
 /* The C constant of word option o's value x. */
 static const char *word_c(const lw_option *o, int64_t x)
 {
@@ -266,6 +301,10 @@ static void put_locks(lw_buf *wr, const lw_func *f, const char *retstmt)
         buf_printf(wr, " = {.expire_ms = %uu, .wait_ms = %uu", l->expire_ms,
                    l->wait_ms);
         put_lock_options(wr, &l->opts);
+        if (has_sites(f)) {
+            buf_puts(wr, ", .site = &");
+            site_name(wr, f, i);
+        }
         buf_puts(wr, "};\n");
     }
     /* __cleanup__, not cleanup: a macro of the user's named cleanup must
@@ -503,6 +542,7 @@ void emit_func(const lw_func *f, lw_woven *out)
         buf_putc(&wr, ')');
     }
     buf_puts(&wr, " */\n");
+    put_sites(&wr, f);
     lw_buf call = {0};
     buf_printf(&call, "%s(", callee);
     for (int i = 0; i < f->nparams; i++)

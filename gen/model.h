@@ -72,6 +72,12 @@ typedef struct lw_lockopts {
 typedef struct lw_lockspec {
     char *annot; /* its arguments, expanded: the wrapper's comment */
     lw_key key;
+    /* Its metrics site: the key template (decoded, tmpl_len bytes), and
+     * the annotation's file (its name, without directories) and line. */
+    char *tmpl;
+    size_t tmpl_len;
+    char *file;
+    unsigned line;
     uint32_t expire_ms, wait_ms;
     lw_lockopts opts;
 } lw_lockspec;

@@ -420,6 +420,8 @@ static void func_free(lw_func *f)
     free(f->ret_type);
     for (int i = 0; i < f->nlocks; i++) {
         free(f->locks[i].annot);
+        free(f->locks[i].tmpl);
+        free(f->locks[i].file);
         key_free(&f->locks[i].key);
     }
     free(f->locks);
@@ -749,6 +751,21 @@ static CXType *model_params(CXCursor def, const annotated_decl *ad, lw_func *f)
     return types;
 }
 
+/* l's metrics site: a's key template, file name and line. */
+static void site_set(lw_lockspec *l, const lw_annot *a)
+{
+    const char *slash = strrchr(a->src->name, '/');
+
+    l->tmpl = xmalloc(a->keylen + 1);
+    if (a->key)
+        memcpy(l->tmpl, a->key, a->keylen);
+    l->tmpl_len = a->key ? a->keylen : 0;
+    l->tmpl[l->tmpl_len] = '\0';
+    /* The path depends on where the tree was built; the name does not. */
+    l->file = xstrdup(slash ? slash + 1 : a->src->name);
+    l->line = src_line(a->src, a->at);
+}
+
 /* f's locks, one per annotation of as[0..na), their keys compiled against
  * f's parameters (types: theirs).  0, or -1 when a key is not usable. */
 static int model_locks(const lw_annot *as, int na, const CXType *types,
@@ -760,6 +777,7 @@ static int model_locks(const lw_annot *as, int na, const CXType *types,
     for (int i = 0; i < na; i++, f->nlocks++) {
         lw_lockspec *l = &f->locks[i];
         l->annot = xstrdup(as[i].text);
+        site_set(l, &as[i]);
         l->expire_ms = as[i].expire_ms;
         l->wait_ms = as[i].wait_ms;
         l->opts = as[i].opts;

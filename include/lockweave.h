@@ -45,8 +45,8 @@ extern "C" {
 #endif
 
 /*
- * Structs that grow: lw_config, lw_stats and lw_lock_opts gain fields at
- * their end, each past the previous sizeof.  The functions taking them are
+ * Structs that grow: lw_config, lw_stats, lw_lock_opts and lw_site gain fields
+ * at their end, each past the previous sizeof.  The functions taking them are
  * macros that pass the program's sizeof to a ..._sized() entry point, so the
  * library reads and writes only the program's struct: fields the program
  * lacks take their defaults, fields the library lacks must be zero.  Called
@@ -294,6 +294,73 @@ LW_API void lw_stats_get_sized(lw_stats *out, size_t size);
 #define lw_stats_get(out) lw_stats_get_sized((out), sizeof(lw_stats))
 
 /* ------------------------------------------------------------------------ */
+/* Metrics per annotation site                                              */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Where locks are taken, for lw_metrics_write(): its labels, written once
+ * (never a lock's expanded key, so the series stay few).  The woven wrapper
+ * declares one per REDIS_LOCK; hand-written code declares its own with
+ * LW_SITE() and sets lw_lock_opts.site.  The strings must live as long as
+ * the program (string literals); the runtime copies them when registering.
+ */
+typedef struct lw_site {
+    const char *function; /* label function (NULL: "") */
+    const char *key;      /* label key: the key template, as written */
+    const char *file;     /* label site, "file:line": the file's name
+                             without its directories */
+    uint32_t line;
+    void *lw__impl; /* the runtime's counters: set when registered */
+} lw_site;
+
+/* Make site known to lw_metrics_write(), listed from now on (at zero until
+ * used); registering a site again, or one with the same labels, does
+ * nothing more.  A site first met in lw_lock_opts is registered then.
+ * Thread-safe; never fails (out of memory: counted as unannotated). */
+LW_API void lw_site_register_sized(lw_site *site, size_t size);
+#define lw_site_register(site) lw_site_register_sized((site), sizeof(lw_site))
+
+/* LW_SITE(name, "function", "key template");  a static lw_site called name,
+ * labelled with this file and line, registered before main() runs (by a
+ * constructor function: in a shared library, when it is loaded), so
+ * lw_metrics_write() lists it from the start.  LW_SITE_AT() names the file
+ * and line itself (lockweave-gen's wrappers: the annotation's).  At file
+ * scope, once per name. */
+#define LW_SITE_INIT(function, key, file, line)                                \
+    {                                                                          \
+        (function), (key), (file), (line), 0                                   \
+    }
+#define LW_SITE(name, function, key)                                           \
+    LW_SITE_AT(name, function, key, __FILE__, __LINE__)
+#ifdef __cplusplus
+#define LW_SITE_AT(name, function, key, file, line)                            \
+    static lw_site name = LW_SITE_INIT(function, key, file, line);             \
+    static const int LW__CAT(name, _lw__registered) =                          \
+        (lw_site_register(&name), 0)
+#else
+/* The tentative definition first, so the constructor can name it, and the
+ * definition last, so that the macro takes a semicolon. */
+#define LW_SITE_AT(name, function, key, file, line)                            \
+    static lw_site name;                                                       \
+    __attribute__((constructor)) static void LW__CAT(name,                     \
+                                                     _lw__register)(void)      \
+    {                                                                          \
+        lw_site_register(&name);                                               \
+    }                                                                          \
+    static lw_site name = LW_SITE_INIT(function, key, file, line)
+#endif
+
+/* Render every site's counters in the Prometheus text format 0.0.4, as
+ * snprintf() does: at most size bytes into buf (NUL-terminated when size >
+ * 0; buf may be NULL when size is 0), returning the length of the whole
+ * text.  Series per site (labels function, key, site):
+ * lockweave_{acquired,contended,timeouts,lost,renewals}_total and the
+ * histograms lockweave_wait_seconds and lockweave_hold_seconds.  Guards and
+ * leases without a site count under function="", key="",
+ * site="unannotated".  Thread-safe, lock-free: values are read one by one. */
+LW_API size_t lw_metrics_write(char *buf, size_t size);
+
+/* ------------------------------------------------------------------------ */
 /* The guard: what a woven wrapper calls                                    */
 /* ------------------------------------------------------------------------ */
 
@@ -312,6 +379,8 @@ typedef struct lw_lock_opts {
     uint32_t permits;          /* > 0: a semaphore, at most this many holders
                                   (1..65535; every user of the key must agree, else
                                   LW_EINVAL); 0: a mutex */
+    lw_site *site; /* metrics: where this lock is taken (registered on first
+                      use if it is not yet); NULL: "unannotated" */
 } lw_lock_opts;
 
 /* lw_lock_opts.flags: a read lock, shared with other readers; writers (the
@@ -442,10 +511,9 @@ LW_API int lw_acquire_sized(const void *key, size_t keylen,
  * none, in the order of their full Redis keys, within opts->wait_ms in
  * all; a key given twice is taken once.  keys[i] is keylens[i] bytes; n: 1
  * to 64. */
-LW_API int lw_acquire_keys_sized(const void *const *keys,
-                                 const size_t *keylens, int n,
-                                 const lw_lock_opts *opts, size_t opts_size,
-                                 lw_lease **out);
+LW_API int lw_acquire_keys_sized(const void *const *keys, const size_t *keylens,
+                                 int n, const lw_lock_opts *opts,
+                                 size_t opts_size, lw_lease **out);
 #define lw_acquire_keys(keys, keylens, n, opts, out)                           \
     lw_acquire_keys_sized((keys), (keylens), (n), (opts),                      \
                           sizeof(lw_lock_opts), (out))
@@ -516,10 +584,9 @@ typedef void (*lw_released_fn)(int status, void *ud);
  * arguments: LW_EINVAL; a forked child: LW_EFORKED; out of memory): cb
  * never runs.  Two requests for one key exclude each other, as two
  * callers do.  On the loop's thread. */
-LW_API int lw_acquire_async_sized(lw_loop *loop, const void *key,
-                                  size_t keylen, const lw_lock_opts *opts,
-                                  size_t opts_size, lw_acquired_fn cb,
-                                  void *ud);
+LW_API int lw_acquire_async_sized(lw_loop *loop, const void *key, size_t keylen,
+                                  const lw_lock_opts *opts, size_t opts_size,
+                                  lw_acquired_fn cb, void *ud);
 #define lw_acquire_async(loop, key, keylen, opts, cb, ud)                      \
     lw_acquire_async_sized((loop), (key), (keylen), (opts),                    \
                            sizeof(lw_lock_opts), (cb), (ud))

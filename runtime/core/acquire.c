@@ -470,9 +470,9 @@ int lw__queue_acquire(struct lw_hold *l, const lw_lock_opts *opts,
     rc = hot_key(l, start_us) && opts->wait_ms > 0 ? LW_R_BUSY
                                                    : try_free(&a, &ttl_ms);
     if (rc == LW_R_BUSY) {
-        LW_STAT_ADD(contended, 1);
+        lw__hold_contended(l);
         rc = opts->wait_ms == 0 ? LW_ETIMEOUT : wait_for(&a, ttl_ms, &queued);
-        lw__stat_wait((uint64_t)(lw__now_us() - start_us));
+        lw__hold_waited(l, start_us);
         /* Hot while we keep having to queue; cold as soon as it is free. */
         hot.until_us = queued ? lw__now_us() + HOT_US : 0;
         hot.hash = key_hash(l);

@@ -282,13 +282,13 @@ static int wait_here(struct lw_cohort *c, struct lw_hold *l,
     pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
     pthread_cond_init(&w.cv, &a);
     pthread_condattr_destroy(&a);
-    LW_STAT_ADD(contended, 1);
+    lw__hold_contended(l);
     *c->tail = &w;
     c->tail = &w.next;
     while (w.state == W_WAITING && !lw__gate_closing() &&
            pthread_cond_timedwait(&w.cv, &tab.mu, &until) != ETIMEDOUT)
         ;
-    lw__stat_wait((uint64_t)(lw__now_us() - start_us));
+    lw__hold_waited(l, start_us);
     rc = w.state;
     if (rc == W_WAITING) {
         unlink_waiter(c, &w);

@@ -15,6 +15,7 @@
 #include "base/fork.h"
 #include "base/gate.h"
 #include "base/log.h"
+#include "base/metrics.h"
 #include "base/stats.h"
 #include "base/thread.h"
 #include "core/guard.h"
@@ -124,6 +125,8 @@ static int own(struct lw_thread *t, struct lw_gimpl *g)
     push(t, g);
     LW_STAT_ADD(acquired, 1);
     LW_STAT_ADD(held, 1);
+    LW_SITE_ADD(g->lease.site, acquired, 1);
+    lw__site_wait(g->lease.site, g->lease.waited_us);
     return LW_OK;
 }
 
@@ -195,8 +198,11 @@ int lw_guard_enter(lw_guard *gu)
         t->last_error = LW_OK;
         return LW_OK;
     }
-    if (rc == LW_ETIMEOUT)
+    if (rc == LW_ETIMEOUT) { /* only after lw__take() set the lease up */
         LW_STAT_ADD(timed_out, 1);
+        LW_SITE_ADD(g->lease.site, timeouts, 1);
+        lw__site_wait(g->lease.site, g->lease.waited_us);
+    }
     return finish(t, g, rc);
 }
 
@@ -239,10 +245,15 @@ int lw_guard_leave(lw_guard *gu)
     } else {
         rc = lw__give_back(&g->lease);
     }
-    if (g->fork_gen == lw__fork_gen)
+    if (g->fork_gen == lw__fork_gen) {
         LW_STAT_SUB(held, 1);
-    if (rc == LW_ELOST)
+        lw__site_hold(g->lease.site,
+                      (uint64_t)(lw__now_us() - g->lease.acquired_us));
+    }
+    if (rc == LW_ELOST) {
         LW_STAT_ADD(lost, 1);
+        LW_SITE_ADD(g->lease.site, lost, 1);
+    }
     return finish(t, g, rc);
 }
 

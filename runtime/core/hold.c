@@ -7,7 +7,9 @@
 #include "base/clock.h"
 #include "base/fork.h"
 #include "base/log.h"
+#include "base/metrics.h"
 #include "base/numfmt.h"
+#include "base/stats.h"
 #include "core/kind.h"
 
 void lw__hold_init(struct lw_hold *l, const struct lw_backend *be,
@@ -41,12 +43,31 @@ void lw__hold_init(struct lw_hold *l, const struct lw_backend *be,
     l->lost = 0;
     l->lost_reason = 0;
     l->ended = 0;
+    l->site = lw__site_of(opts);
+    l->waited_us = 0;
+    l->acquired_us = 0;
+}
+
+void lw__hold_contended(struct lw_hold *l)
+{
+    LW_STAT_ADD(contended, 1);
+    LW_SITE_ADD(l->site, contended, 1);
+}
+
+void lw__hold_waited(struct lw_hold *l, int64_t start_us)
+{
+    uint64_t us = (uint64_t)(lw__now_us() - start_us);
+
+    lw__stat_wait(us);
+    l->waited_us += us;
 }
 
 void lw__hold_acquired(struct lw_hold *l)
 {
+    l->acquired_us = lw__now_us();
     /* + 1: the clock's milliseconds are truncated. */
-    l->hold_until_ms = l->hold_ms > 0 ? lw__now_ms() + l->hold_ms + 1 : 0;
+    l->hold_until_ms =
+        l->hold_ms > 0 ? l->acquired_us / 1000 + l->hold_ms + 1 : 0;
 }
 
 int64_t lw__hold_left_ms(const struct lw_hold *l)

@@ -17,6 +17,7 @@ struct lw_settings;
 struct lw_backend;
 struct lw_kind;
 struct lw_cohort;
+struct lw_sitectr;
 
 struct lw_hold {
     const struct lw_settings *cfg; /* configuration it was taken under:
@@ -53,6 +54,10 @@ struct lw_hold {
     int ended;       /* released by lw_shutdown(): nothing left to give back */
     int lost_reason; /* LW_LOST_..., set by the watchdog when it marked the
                         lease lost and owes the lost handler a call */
+    struct lw_sitectr *site; /* metrics: the annotation site's counters */
+    uint64_t waited_us;      /* time spent waiting for it while busy */
+    int64_t acquired_us;     /* when it was had (our clock), for the hold
+                                time the metrics record at its release */
 };
 
 /* Prepare l for taking key (not copied: it must outlive l; its first
@@ -61,6 +66,13 @@ struct lw_hold {
 void lw__hold_init(struct lw_hold *l, const struct lw_backend *be,
                    const struct lw_settings *cfg, const char *key,
                    size_t keylen, size_t prefix_len, const lw_lock_opts *opts);
+
+/* Taking l found it busy: count it (lw_stats, the site's metrics). */
+void lw__hold_contended(struct lw_hold *l);
+
+/* Taking l waited since start_us (our clock) for it: add the time to the
+ * counters and to l->waited_us. */
+void lw__hold_waited(struct lw_hold *l, int64_t start_us);
 
 /* The lease was just acquired: start its minimum hold, if it has one.  Our
  * clock now is past the moment Redis set the key, so the hold lasts at

@@ -17,6 +17,7 @@
 #include "base/config.h"
 #include "base/fork.h"
 #include "base/gate.h"
+#include "base/metrics.h"
 #include "base/stats.h"
 #include "base/thread.h"
 #include "core/lease.h"
@@ -105,10 +106,14 @@ static int give_back(struct lw_lease *l, int n)
     int rc = LW_OK;
 
     for (int i = n - 1; i >= 0; i--) {
-        int r = lw__give_back(&l->k[i].hold);
+        struct lw_hold *h = &l->k[i].hold;
+        int r = lw__give_back(h);
         LW_STAT_SUB(held, 1);
-        if (r == LW_ELOST)
+        lw__site_hold(h->site, (uint64_t)(lw__now_us() - h->acquired_us));
+        if (r == LW_ELOST) {
             LW_STAT_ADD(lost, 1);
+            LW_SITE_ADD(h->site, lost, 1);
+        }
         if (rc == LW_OK)
             rc = r;
     }
@@ -137,11 +142,16 @@ static int take_all(struct lw_lease *l)
             break;
         LW_STAT_ADD(acquired, 1);
         LW_STAT_ADD(held, 1);
+        LW_SITE_ADD(l->k[i].hold.site, acquired, 1);
+        lw__site_wait(l->k[i].hold.site, l->k[i].hold.waited_us);
     }
     if (rc == LW_OK)
         return LW_OK;
-    if (rc == LW_ETIMEOUT)
+    if (rc == LW_ETIMEOUT) { /* only after lw__take() set the lease up */
         LW_STAT_ADD(timed_out, 1);
+        LW_SITE_ADD(l->k[i].hold.site, timeouts, 1);
+        lw__site_wait(l->k[i].hold.site, l->k[i].hold.waited_us);
+    }
     give_back(l, i);
     return rc;
 }

@@ -225,7 +225,7 @@ int lw__redlock_acquire(struct lw_hold *l, const lw_lock_opts *opts,
         if (rc != LW_R_BUSY)
             break;
         if (!waited)
-            LW_STAT_ADD(contended, 1);
+            lw__hold_contended(l);
         waited = 1;
         left_us = deadline_us - lw__now_us();
         if (left_us <= 0) {
@@ -239,7 +239,7 @@ int lw__redlock_acquire(struct lw_hold *l, const lw_lock_opts *opts,
         }
     }
     if (waited)
-        lw__stat_wait((uint64_t)(lw__now_us() - start_us));
+        lw__hold_waited(l, start_us);
     return rc;
 }
 

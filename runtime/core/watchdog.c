@@ -20,6 +20,7 @@
 #include "base/config.h"
 #include "base/fork.h"
 #include "base/log.h"
+#include "base/metrics.h"
 #include "base/stats.h"
 #include "base/thread.h"
 #include "core/backend.h"
@@ -113,6 +114,7 @@ static int settle(struct lw_hold *l, int result, int64_t sent_ms, int64_t now)
         return 0;
     }
     LW_STAT_ADD(renewed, 1);
+    LW_SITE_ADD(l->site, renewals, 1);
     if (l->renews_left > 0)
         l->renews_left--;
     /* Atomic: lw_still_held() reads it from the lock's own thread. */

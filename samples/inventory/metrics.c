@@ -3,6 +3,7 @@
 #include <lockweave.h>
 
 #include <stdatomic.h>
+#include <stdlib.h>
 
 /* Indexed by status code: the handful of codes the service answers with
  * costs less as a flat array than as a map. */
@@ -43,33 +44,35 @@ static void gauge(struct inv_buf *b, const char *name, const char *help,
                    name, name, v);
 }
 
+/* lockweave's counters per annotation site (lw_metrics_write()), read
+ * into the body as they are now. */
+static void lockweave_sites(struct inv_buf *b)
+{
+    size_t n = lw_metrics_write(NULL, 0);
+    char *text = malloc(n + 1);
+
+    if (text == NULL) {
+        b->oom = 1;
+        return;
+    }
+    lw_metrics_write(text, n + 1); /* sites only grow: a cut line at worst */
+    inv_buf_printf(b, "%s", text);
+    free(text);
+}
+
 void inv_metrics_render(struct inv_buf *b, int guarded)
 {
     lw_stats st;
+
+    /* What lw_metrics_write() has no series for: process-wide. */
     lw_stats_get(&st);
-    counter(b, "lockweave_locks_acquired_total",
-            "Locks taken (from Redis, or handed on by another thread).",
-            st.acquired);
     counter(b, "lockweave_locks_handed_locally_total",
             "Locks handed on by another thread of this process.",
             st.handed_locally);
     counter(b, "lockweave_locks_reentered_total",
             "Guards satisfied by a lock already held.", st.reentered);
-    counter(b, "lockweave_locks_contended_total",
-            "Acquisitions that found the lock busy.", st.contended);
-    counter(b, "lockweave_locks_timed_out_total",
-            "Acquisitions that gave up waiting.", st.timed_out);
-    counter(b, "lockweave_leases_renewed_total", "Watchdog renewals.",
-            st.renewed);
-    counter(b, "lockweave_locks_lost_total", "Leases lost while the body ran.",
-            st.lost);
     counter(b, "lockweave_redis_errors_total", "Failed Redis round trips.",
             st.redis_errors);
-    inv_buf_printf(b,
-                   "# HELP lockweave_wait_seconds_total Time spent waiting "
-                   "for busy locks.\n# TYPE lockweave_wait_seconds_total "
-                   "counter\nlockweave_wait_seconds_total %.6f\n",
-                   st.wait_total_us / 1e6);
     gauge(b, "lockweave_wait_max_seconds", "Longest single wait.",
           st.wait_max_us / 1e6);
     gauge(b, "lockweave_locks_held", "Locks held by this process now.",
@@ -103,4 +106,6 @@ void inv_metrics_render(struct inv_buf *b, int guarded)
                    "inventory_deduct_seconds_total %.6f\n",
                    atomic_load_explicit(&deduct_us_sum, memory_order_relaxed) /
                        1e6);
+    /* Last: the longest part, per site. */
+    lockweave_sites(b);
 }

@@ -35,9 +35,10 @@ int deduct(int64_t stock_id, int qty)
 #endif
 
 /* deduct(): REDIS_LOCK("stock:{stock_id}", 10s, 5s) */
+LW_SITE_AT(lw__site_deduct, "deduct", "stock:{stock_id}", "basic.c", 10);
 int deduct(int64_t stock_id, int qty)
 {
-    static const lw_lock_opts lw__o = {.expire_ms = 10000u, .wait_ms = 5000u, .max_renew = -1};
+    static const lw_lock_opts lw__o = {.expire_ms = 10000u, .wait_ms = 5000u, .max_renew = -1, .site = &lw__site_deduct};
     lw_guard lw__g __attribute__((__cleanup__(lw_guard_cleanup)));
     lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "stock:", 6);

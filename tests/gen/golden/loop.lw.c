@@ -42,6 +42,7 @@ void place(int conn, struct order o, const char *note)
 #include <string.h>
 
 /* place(): REDIS_LOCK("acct:{o.account}", 10s, 2s, loop = app_loop(), on_fail = reply(conn, "busy"), skip_if = already_filled(&o)) */
+LW_SITE_AT(lw__site_place, "place", "acct:{o.account}", "loop.c", 16);
 /* The arguments of a call of place(), kept for its body, which runs on the loop
  * after the call has returned. */
 struct lw__place_args {
@@ -63,14 +64,14 @@ static void lw__place_run(lw_lease *lw__l, int lw__s, void *lw__ud)
         (
 #line 17 "@CASES@/loop.c"
 reply(conn, "busy")
-#line 67 "@OUT@/loop.lw.c"
+#line 68 "@OUT@/loop.lw.c"
         );
         return;
     }
     if ( /* checked again under the lock */
 #line 17 "@CASES@/loop.c"
 already_filled(&o)
-#line 74 "@OUT@/loop.lw.c"
+#line 75 "@OUT@/loop.lw.c"
     ) {
         lw_release_async(lw__l, NULL, NULL);
         lw_set_last_error(LW_OK);
@@ -88,7 +89,7 @@ already_filled(&o)
 
 void place(int conn, struct order o, const char *note)
 {
-    static const lw_lock_opts lw__o = {.expire_ms = 10000u, .wait_ms = 2000u, .max_renew = -1};
+    static const lw_lock_opts lw__o = {.expire_ms = 10000u, .wait_ms = 2000u, .max_renew = -1, .site = &lw__site_place};
     lw_guard lw__g __attribute__((__cleanup__(lw_guard_cleanup)));
     enum { lw__n = 1 };
     lw_guard *lw__gs[lw__n] = {&lw__g};
@@ -96,7 +97,7 @@ void place(int conn, struct order o, const char *note)
     if (
 #line 17 "@CASES@/loop.c"
 already_filled(&o)
-#line 100 "@OUT@/loop.lw.c"
+#line 101 "@OUT@/loop.lw.c"
     ) {
         lw_set_last_error(LW_OK);
         return;
@@ -106,7 +107,7 @@ already_filled(&o)
     lw_loop *lw__loop = (
 #line 16 "@CASES@/loop.c"
 app_loop()
-#line 110 "@OUT@/loop.lw.c"
+#line 111 "@OUT@/loop.lw.c"
     );
     struct lw__place_args lw__v = {conn, o, note};
     struct lw__place_args *lw__a = malloc(sizeof *lw__a);
@@ -122,6 +123,6 @@ app_loop()
         (
 #line 17 "@CASES@/loop.c"
 reply(conn, "busy")
-#line 126 "@OUT@/loop.lw.c"
+#line 127 "@OUT@/loop.lw.c"
         );
 }

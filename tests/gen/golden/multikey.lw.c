@@ -32,10 +32,12 @@ int transfer(int from, int to, int64_t cents)
 #endif
 
 /* transfer(): REDIS_LOCK("acct:{from}", 10s, 5s) REDIS_LOCK("acct:{to}", 10s, 5s, on_fail = -1, skip_if = cents == 0) */
+LW_SITE_AT(lw__site_transfer0, "transfer", "acct:{from}", "multikey.c", 7);
+LW_SITE_AT(lw__site_transfer1, "transfer", "acct:{to}", "multikey.c", 8);
 int transfer(int from, int to, int64_t cents)
 {
-    static const lw_lock_opts lw__o0 = {.expire_ms = 10000u, .wait_ms = 5000u, .max_renew = -1};
-    static const lw_lock_opts lw__o1 = {.expire_ms = 10000u, .wait_ms = 5000u, .max_renew = -1};
+    static const lw_lock_opts lw__o0 = {.expire_ms = 10000u, .wait_ms = 5000u, .max_renew = -1, .site = &lw__site_transfer0};
+    static const lw_lock_opts lw__o1 = {.expire_ms = 10000u, .wait_ms = 5000u, .max_renew = -1, .site = &lw__site_transfer1};
     lw_guard lw__g0 __attribute__((__cleanup__(lw_guard_cleanup)));
     lw_guard lw__g1 __attribute__((__cleanup__(lw_guard_cleanup)));
     enum { lw__n = 2 };
@@ -45,13 +47,13 @@ int transfer(int from, int to, int64_t cents)
     if (
 #line 8 "@CASES@/multikey.c"
 cents == 0
-#line 49 "@OUT@/multikey.lw.c"
+#line 51 "@OUT@/multikey.lw.c"
     ) {
         lw_set_last_error(LW_OK);
         return (
 #line 8 "@CASES@/multikey.c"
 -1
-#line 55 "@OUT@/multikey.lw.c"
+#line 57 "@OUT@/multikey.lw.c"
 );
     }
     lw_guard_key_bytes(&lw__g0, "acct:", 5);
@@ -62,19 +64,19 @@ cents == 0
         return (
 #line 8 "@CASES@/multikey.c"
 -1
-#line 66 "@OUT@/multikey.lw.c"
+#line 68 "@OUT@/multikey.lw.c"
 );
     if ( /* checked again under the lock */
 #line 8 "@CASES@/multikey.c"
 cents == 0
-#line 71 "@OUT@/multikey.lw.c"
+#line 73 "@OUT@/multikey.lw.c"
     ) {
         lw_guard_leave_all(lw__gs, lw__n);
         lw_set_last_error(LW_OK);
         return (
 #line 8 "@CASES@/multikey.c"
 -1
-#line 78 "@OUT@/multikey.lw.c"
+#line 80 "@OUT@/multikey.lw.c"
 );
     }
 #undef transfer

@@ -43,9 +43,10 @@ void doc_set(int id, char c)
 #endif
 
 /* doc_first(): REDIS_LOCK("doc:{id}", 10s, 5s, mode = read) */
+LW_SITE_AT(lw__site_doc_first, "doc_first", "doc:{id}", "rwlock.c", 6);
 char doc_first(int id)
 {
-    static const lw_lock_opts lw__o = {.expire_ms = 10000u, .wait_ms = 5000u, .max_renew = -1, .flags = LW_LOCK_READ};
+    static const lw_lock_opts lw__o = {.expire_ms = 10000u, .wait_ms = 5000u, .max_renew = -1, .flags = LW_LOCK_READ, .site = &lw__site_doc_first};
     lw_guard lw__g __attribute__((__cleanup__(lw_guard_cleanup)));
     lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "doc:", 4);
@@ -60,9 +61,10 @@ char doc_first(int id)
 }
 
 /* doc_set(): REDIS_LOCK("doc:{id}", 10s, 5s, mode = write) */
+LW_SITE_AT(lw__site_doc_set, "doc_set", "doc:{id}", "rwlock.c", 12);
 void doc_set(int id, char c)
 {
-    static const lw_lock_opts lw__o = {.expire_ms = 10000u, .wait_ms = 5000u, .max_renew = -1};
+    static const lw_lock_opts lw__o = {.expire_ms = 10000u, .wait_ms = 5000u, .max_renew = -1, .site = &lw__site_doc_set};
     lw_guard lw__g __attribute__((__cleanup__(lw_guard_cleanup)));
     lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "doc:", 4);

@@ -30,9 +30,10 @@ void nightly(void)
 #endif
 
 /* nightly(): REDIS_LOCK("job:nightly", 10m, 0, hold_at_least = 5m, max_renew = 3) */
+LW_SITE_AT(lw__site_nightly, "nightly", "job:nightly", "scheduled.c", 8);
 void nightly(void)
 {
-    static const lw_lock_opts lw__o = {.expire_ms = 600000u, .wait_ms = 0u, .max_renew = 3, .hold_at_least_ms = 300000u};
+    static const lw_lock_opts lw__o = {.expire_ms = 600000u, .wait_ms = 0u, .max_renew = 3, .hold_at_least_ms = 300000u, .site = &lw__site_nightly};
     lw_guard lw__g __attribute__((__cleanup__(lw_guard_cleanup)));
     lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "job:nightly", 11);

@@ -28,9 +28,10 @@ int api_call(const char *tenant, int req)
 #endif
 
 /* api_call(): REDIS_LOCK("api:{tenant}", 30s, 2s, permits = 8, on_fail = -1) */
+LW_SITE_AT(lw__site_api_call, "api_call", "api:{tenant}", "semaphore.c", 6);
 int api_call(const char *tenant, int req)
 {
-    static const lw_lock_opts lw__o = {.expire_ms = 30000u, .wait_ms = 2000u, .max_renew = -1, .permits = 8u};
+    static const lw_lock_opts lw__o = {.expire_ms = 30000u, .wait_ms = 2000u, .max_renew = -1, .permits = 8u, .site = &lw__site_api_call};
     lw_guard lw__g __attribute__((__cleanup__(lw_guard_cleanup)));
     lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "api:", 4);
@@ -39,7 +40,7 @@ int api_call(const char *tenant, int req)
         return (
 #line 6 "@CASES@/semaphore.c"
 -1
-#line 43 "@OUT@/semaphore.lw.c"
+#line 44 "@OUT@/semaphore.lw.c"
 );
 #undef api_call
     int lw__r = api_call(tenant, req);

@@ -143,9 +143,10 @@ int use_all(void)
 #endif
 
 /* mkpoint(): REDIS_LOCK("pt:{x}", 1s, 0) */
+LW_SITE_AT(lw__site_mkpoint, "mkpoint", "pt:{x}", "signatures.c", 17);
 static point mkpoint(int x, int y)
 {
-    static const lw_lock_opts lw__o = {.expire_ms = 1000u, .wait_ms = 0u, .max_renew = -1};
+    static const lw_lock_opts lw__o = {.expire_ms = 1000u, .wait_ms = 0u, .max_renew = -1, .site = &lw__site_mkpoint};
     lw_guard lw__g __attribute__((__cleanup__(lw_guard_cleanup)));
     lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "pt:", 3);
@@ -160,9 +161,10 @@ static point mkpoint(int x, int y)
 }
 
 /* mode_of(): REDIS_LOCK("m:{m}:{b}", 1500ms, 250ms, max_renew = 4) */
+LW_SITE_AT(lw__site_mode_of, "mode_of", "m:{m}:{b}", "signatures.c", 24);
 static inline int mode_of(enum mode m, _Bool b)
 {
-    static const lw_lock_opts lw__o = {.expire_ms = 1500u, .wait_ms = 250u, .max_renew = 4};
+    static const lw_lock_opts lw__o = {.expire_ms = 1500u, .wait_ms = 250u, .max_renew = 4, .site = &lw__site_mode_of};
     lw_guard lw__g __attribute__((__cleanup__(lw_guard_cleanup)));
     lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "m:", 2);
@@ -179,9 +181,10 @@ static inline int mode_of(enum mode m, _Bool b)
 }
 
 /* owner_of(): REDIS_LOCK("req:{r->id}/{r->name}/{r->owner}", 2m, 0, on_fail = ((void*)0)) */
+LW_SITE_AT(lw__site_owner_of, "owner_of", "req:{r->id}/{r->name}/{r->owner}", "signatures.c", 30);
 const char *owner_of(const struct req *restrict r, char *restrict scratch)
 {
-    static const lw_lock_opts lw__o = {.expire_ms = 120000u, .wait_ms = 0u, .max_renew = -1};
+    static const lw_lock_opts lw__o = {.expire_ms = 120000u, .wait_ms = 0u, .max_renew = -1, .site = &lw__site_owner_of};
     lw_guard lw__g __attribute__((__cleanup__(lw_guard_cleanup)));
     lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "req:", 4);
@@ -194,7 +197,7 @@ const char *owner_of(const struct req *restrict r, char *restrict scratch)
         return (
 #line 30 "@CASES@/signatures.c"
 ((void*)0)
-#line 198 "@OUT@/signatures.lw.c"
+#line 201 "@OUT@/signatures.lw.c"
 );
 #undef owner_of
     const char *lw__r = owner_of(r, scratch);
@@ -204,9 +207,10 @@ const char *owner_of(const struct req *restrict r, char *restrict scratch)
 }
 
 /* apply(): REDIS_LOCK("\"quoted\"?{{}}\t\xc3\xa9:{n}", 1s, 0) */
+LW_SITE_AT(lw__site_apply, "apply", "\"quoted\"\?{{}}\011\303\251:{n}", "signatures.c", 39);
 int (*apply(size_t n, const int vals[4], int (*f)(int)))(int)
 {
-    static const lw_lock_opts lw__o = {.expire_ms = 1000u, .wait_ms = 0u, .max_renew = -1};
+    static const lw_lock_opts lw__o = {.expire_ms = 1000u, .wait_ms = 0u, .max_renew = -1, .site = &lw__site_apply};
     lw_guard lw__g __attribute__((__cleanup__(lw_guard_cleanup)));
     lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "\"quoted\"\?{}\011\303\251:", 15);
@@ -221,15 +225,16 @@ int (*apply(size_t n, const int vals[4], int (*f)(int)))(int)
 }
 
 /* run_job(): REDIS_LOCK("job:{job}", 30s, 1s, skip_if = done[job % 16]) */
+LW_SITE_AT(lw__site_run_job, "run_job", "job:{job}", "signatures.c", 49);
 void run_job(unsigned int job, int unused)
 {
-    static const lw_lock_opts lw__o = {.expire_ms = 30000u, .wait_ms = 1000u, .max_renew = -1};
+    static const lw_lock_opts lw__o = {.expire_ms = 30000u, .wait_ms = 1000u, .max_renew = -1, .site = &lw__site_run_job};
     lw_guard lw__g __attribute__((__cleanup__(lw_guard_cleanup)));
     lw_guard_init(&lw__g, &lw__o);
     if (
 #line 49 "@CASES@/signatures.c"
 done[job % 16]
-#line 233 "@OUT@/signatures.lw.c"
+#line 238 "@OUT@/signatures.lw.c"
     ) {
         lw_set_last_error(LW_OK);
         return;
@@ -241,7 +246,7 @@ done[job % 16]
     if ( /* checked again under the lock */
 #line 49 "@CASES@/signatures.c"
 done[job % 16]
-#line 245 "@OUT@/signatures.lw.c"
+#line 250 "@OUT@/signatures.lw.c"
     ) {
         lw_guard_leave(&lw__g);
         lw_set_last_error(LW_OK);
@@ -271,9 +276,10 @@ inline long twice(long v)
 }
 
 /* exported(): REDIS_LOCK("exp:{id}", 1s, 0) */
+LW_SITE_AT(lw__site_exported, "exported", "exp:{id}", "signatures.c", 65);
 __attribute__((visibility("default"))) int exported(int id)
 {
-    static const lw_lock_opts lw__o = {.expire_ms = 1000u, .wait_ms = 0u, .max_renew = -1};
+    static const lw_lock_opts lw__o = {.expire_ms = 1000u, .wait_ms = 0u, .max_renew = -1, .site = &lw__site_exported};
     lw_guard lw__g __attribute__((__cleanup__(lw_guard_cleanup)));
     lw_guard_init(&lw__g, &lw__o);
     lw_guard_key_bytes(&lw__g, "exp:", 4);
