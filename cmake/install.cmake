@@ -1,28 +1,33 @@
 # cmake --install: header, both libraries, lockweave-gen, lockweave-ctl,
 # their man pages, the CMake package (exported targets under lockweave::,
-# lockweave_generate()) and lockweave.pc.
+# lockweave_generate()) and lockweave.pc.  Each file belongs to one
+# component, one Debian package each (cmake/package.cmake): runtime (the
+# shared library), dev (everything to build against it), tools (the
+# commands and their man pages).
 include(CMakePackageConfigHelpers)
 
 set(LW_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/lockweave)
 
 install(FILES ${PROJECT_SOURCE_DIR}/include/lockweave.h
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
 # The event-loop adapters, header-only: their users link libuv or libevent.
 install(FILES ${PROJECT_SOURCE_DIR}/include/lockweave/uv.h
               ${PROJECT_SOURCE_DIR}/include/lockweave/event.h
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/lockweave)
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/lockweave COMPONENT dev)
 install(TARGETS lockweave lockweave_static EXPORT lockweaveTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          COMPONENT runtime NAMELINK_COMPONENT dev
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(EXPORT lockweaveTargets NAMESPACE lockweave:: DESTINATION ${LW_CMAKE_DIR})
+install(EXPORT lockweaveTargets NAMESPACE lockweave:: DESTINATION ${LW_CMAKE_DIR}
+        COMPONENT dev)
 
 # The commands' man pages (lockweave-gen's only when it is built).
 set(LW_MAN_PAGES ${PROJECT_SOURCE_DIR}/docs/man/lockweave-ctl.1)
 if(TARGET lockweave-gen)
   list(APPEND LW_MAN_PAGES ${PROJECT_SOURCE_DIR}/docs/man/lockweave-gen.1)
 endif()
-install(FILES ${LW_MAN_PAGES} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES ${LW_MAN_PAGES} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT tools)
 
 configure_package_config_file(
   ${PROJECT_SOURCE_DIR}/cmake/lockweaveConfig.cmake.in
@@ -38,7 +43,7 @@ set(LW_PACKAGE_FILES
 if(EXISTS ${PROJECT_SOURCE_DIR}/cmake/LockweaveGenerate.cmake)
   list(APPEND LW_PACKAGE_FILES ${PROJECT_SOURCE_DIR}/cmake/LockweaveGenerate.cmake)
 endif()
-install(FILES ${LW_PACKAGE_FILES} DESTINATION ${LW_CMAKE_DIR})
+install(FILES ${LW_PACKAGE_FILES} DESTINATION ${LW_CMAKE_DIR} COMPONENT dev)
 
 # pkg-config: the shared library by default; --static adds what the archive
 # needs (hiredis, OpenSSL, pthread) as Libs.private, not as Requires.private,
@@ -97,7 +102,7 @@ install(CODE "
   set(_lw_pc_out [[${PROJECT_BINARY_DIR}/lockweave.pc]])
   set(_lw_pc_libdir [[${CMAKE_INSTALL_LIBDIR}]])
   set(_lw_pc_implicit [[${CMAKE_C_IMPLICIT_LINK_DIRECTORIES}]])
-")
+" COMPONENT dev)
 install(CODE [[
   cmake_path(SET _lw_pc_prefix NORMALIZE "${CMAKE_INSTALL_PREFIX}")
   string(REGEX REPLACE "(.)/+$" "\\1" _lw_pc_prefix "${_lw_pc_prefix}")
@@ -116,6 +121,6 @@ install(CODE [[
   string(REPLACE "@LW_PC_PREFIX@" "${_lw_pc_prefix}" _lw_pc "${_lw_pc}")
   string(REPLACE "@LW_PC_RPATH@" "${_lw_pc_rpath}" _lw_pc "${_lw_pc}")
   file(WRITE "${_lw_pc_out}" "${_lw_pc}")
-]])
+]] COMPONENT dev)
 install(FILES ${PROJECT_BINARY_DIR}/lockweave.pc
-        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)

@@ -47,11 +47,17 @@ static enum CXVisitorResult field_visit(CXCursor c, CXClientData d)
     return f->found ? CXVisit_Break : CXVisit_Continue;
 }
 
-static char *type_name(CXType t)
+char *type_name(CXType t)
 {
     CXString s = clang_getTypeSpelling(t);
     char *r = xstrdup(clang_getCString(s));
     clang_disposeString(s);
+    /* No space before an array's brackets. */
+    char *to = r;
+    for (const char *p = r; *p; p++)
+        if (!(p[0] == ' ' && p[1] == '['))
+            *to++ = *p;
+    *to = '\0';
     return r;
 }
 

@@ -217,6 +217,9 @@ int keytmpl_compile(const lw_annot *a, const char *fname,
                     const lw_param *params, const CXType *types, int nparams,
                     lw_key *out);
 void key_free(lw_key *k);
+/* t as messages name it (malloc'd): clang's spelling, written the same
+ * whichever libclang spells it (13 writes 'int [2]', 14 and later 'int[2]'). */
+char *type_name(CXType t);
 
 /* ---- scan.c ----------------------------------------------------------- */
 

@@ -58,6 +58,14 @@ typedef struct walk {
     lw_buf checks;
     struct ret_check *rchecks;
     int nrchecks;
+    /* The annotations already reported as dropped by clang, so that the
+     * walk does not report one twice. */
+    const lw_src **dropped_src;
+    size_t *dropped_off;
+    int ndropped;
+    /* Where the last file-scope declaration walked ends. */
+    CXFile top_file;
+    unsigned top_end;
 } walk;
 
 /* A value the wrapper returns in place of the body's (on_fail) must be one
@@ -1066,9 +1074,9 @@ static enum CXChildVisitResult void_visit(CXCursor c, CXCursor parent,
         clang_getCursorType(clang_Cursor_getArgument(c, (unsigned)n - 1));
     t = clang_getCanonicalType(clang_getPointeeType(clang_getCanonicalType(t)));
     if (t.kind != CXType_Void && t.kind != CXType_Invalid) {
-        CXString sp = clang_getTypeSpelling(t);
-        report_check(&vs->w->rchecks[k], clang_getCString(sp));
-        clang_disposeString(sp);
+        char *tn = type_name(t);
+        report_check(&vs->w->rchecks[k], tn);
+        free(tn);
         vs->state[k] = CHECK_REPORTED;
     }
     return CXChildVisit_Continue;
@@ -1508,11 +1516,123 @@ static void handle_function(walk *w, CXCursor c)
     free(name);
 }
 
+/* ---- annotations clang drops ------------------------------------------ */
+
+/* An annotation clang drops never reaches the AST.  Most of the time clang
+ * warns at it, and pass_diag() turns the warning into an error; before an
+ * empty declaration (REDIS_LOCK(...);) clang 16 and later drop it without a
+ * word, and the walk finds it in the tokens before the lone ';'. */
+static void note_dropped(walk *w, const lw_src *src, size_t off)
+{
+    int n = w->ndropped;
+    w->dropped_src =
+        xrealloc(w->dropped_src, (size_t)(n + 1) * sizeof *w->dropped_src);
+    w->dropped_off =
+        xrealloc(w->dropped_off, (size_t)(n + 1) * sizeof *w->dropped_off);
+    w->dropped_src[n] = src;
+    w->dropped_off[n] = off;
+    w->ndropped = n + 1;
+}
+
+static int was_dropped(const walk *w, const lw_src *src, size_t off)
+{
+    for (int i = 0; i < w->ndropped; i++)
+        if (w->dropped_src[i] == src && w->dropped_off[i] == off)
+            return 1;
+    return 0;
+}
+
+/* The same words whichever way the annotation was found. */
+static void report_declares_nothing(const lw_src *src, size_t off)
+{
+    diag(LW_DIAG_ERROR, src, off,
+         "REDIS_LOCK must stand before a function declaration or definition, "
+         "not a declaration that declares nothing");
+}
+
+static int token_is(CXTranslationUnit tu, CXToken t, const char *text)
+{
+    CXString s = clang_getTokenSpelling(tu, t);
+    int r = strcmp(clang_getCString(s), text) == 0;
+    clang_disposeString(s);
+    return r;
+}
+
+static unsigned token_off(CXTranslationUnit tu, CXToken t)
+{
+    unsigned o;
+    clang_getExpansionLocation(clang_getTokenLocation(tu, t), NULL, NULL, NULL,
+                               &o);
+    return o;
+}
+
+/* The last token at or before t[i] that is no comment and starts before
+ * end; -1 if none. */
+static long prev_token(CXTranslationUnit tu, const CXToken *t, long i,
+                       unsigned end)
+{
+    while (i >= 0 && (clang_getTokenKind(t[i]) == CXToken_Comment ||
+                      token_off(tu, t[i]) >= end))
+        i--;
+    return i;
+}
+
+/* c is an empty declaration (a lone ';' at file scope): an annotation
+ * written right before it is REDIS_LOCK ( ... ) among the tokens between
+ * the previous file-scope declaration and the ';'. */
+static void check_empty_decl(walk *w, CXCursor c)
+{
+    CXFile f;
+    unsigned semi;
+    clang_getExpansionLocation(clang_getCursorLocation(c), &f, NULL, NULL,
+                               &semi);
+    const lw_src *src = src_of(w, f);
+    if (!src || !src->text || semi >= src->len || src->text[semi] != ';')
+        return;
+    unsigned from = 0;
+    if (w->top_file && clang_File_isEqual(w->top_file, f) && w->top_end <= semi)
+        from = w->top_end;
+    CXSourceRange r =
+        clang_getRange(clang_getLocationForOffset(w->tu, f, from),
+                       clang_getLocationForOffset(w->tu, f, semi));
+    CXToken *t = NULL;
+    unsigned n = 0;
+    clang_tokenize(w->tu, r, &t, &n);
+    /* From the end: ')', its '(' and the name before it; comments are
+     * tokens too, and the range may end with the ';' itself. */
+    long i = prev_token(w->tu, t, (long)n - 1, semi);
+    if (i >= 0 && token_is(w->tu, t[i], ")")) {
+        for (int depth = 0; i >= 0; i--) {
+            if (token_is(w->tu, t[i], ")"))
+                depth++;
+            else if (token_is(w->tu, t[i], "(") && --depth == 0)
+                break;
+        }
+        i = prev_token(w->tu, t, i - 1, semi);
+        if (i >= 0 && clang_getTokenKind(t[i]) == CXToken_Identifier &&
+            token_is(w->tu, t[i], "REDIS_LOCK")) {
+            unsigned o = token_off(w->tu, t[i]);
+            if (!was_dropped(w, src, o)) {
+                note_dropped(w, src, o);
+                report_declares_nothing(src, o);
+            }
+        }
+    }
+    clang_disposeTokens(w->tu, t, n);
+}
+
 static enum CXChildVisitResult walk_visit(CXCursor c, CXCursor parent,
                                           CXClientData d)
 {
     walk *w = d;
     enum CXCursorKind k = clang_getCursorKind(c);
+    enum CXCursorKind pk = clang_getCursorKind(parent);
+    if (pk == CXCursor_TranslationUnit || pk == CXCursor_LinkageSpec) {
+        if (k == CXCursor_UnexposedDecl)
+            check_empty_decl(w, c);
+        clang_getExpansionLocation(clang_getRangeEnd(clang_getCursorExtent(c)),
+                                   &w->top_file, NULL, NULL, &w->top_end);
+    }
     if (k == CXCursor_FunctionDecl) {
         handle_function(w, c);
         return CXChildVisit_Continue;
@@ -1615,11 +1735,15 @@ static void pass_diag(walk *w, CXDiagnostic d, int as_note)
         static const char kw[] = "REDIS_LOCK";
         if (src && src->text && off + sizeof kw - 1 <= src->len &&
             memcmp(src->text + off, kw, sizeof kw - 1) == 0) {
+            note_dropped(w, src, off);
             if (strstr(clang_getCString(msg), "must precede definition"))
                 diag(LW_DIAG_ERROR, src, off,
                      "REDIS_LOCK on a declaration after the function's "
                      "definition; annotate the definition or an earlier "
                      "declaration");
+            else if (strcmp(clang_getCString(msg),
+                            "declaration does not declare anything") == 0)
+                report_declares_nothing(src, off);
             else
                 diag(LW_DIAG_ERROR, src, off,
                      "REDIS_LOCK must stand before a function declaration or "
@@ -1629,8 +1753,9 @@ static void pass_diag(walk *w, CXDiagnostic d, int as_note)
             for (unsigned i = 0; i < clang_getNumDiagnosticsInSet(kids); i++) {
                 CXDiagnostic k = clang_getDiagnosticInSet(kids, i);
                 CXString km = clang_getDiagnosticSpelling(k);
-                /* "expanded from macro 'REDIS_LOCK'" says nothing here */
-                if (!strstr(clang_getCString(km), "expanded from macro"))
+                /* "expanded from macro 'REDIS_LOCK'" (libclang 13: "expanded
+                 * from here") says nothing here */
+                if (!strstr(clang_getCString(km), "expanded from"))
                     pass_diag(w, k, 1);
                 clang_disposeString(km);
                 clang_disposeDiagnostic(k);
@@ -1731,6 +1856,8 @@ cleanup:
         free(w.decls[i].text);
     }
     free(w.decls);
+    free(w.dropped_src);
+    free(w.dropped_off);
     for (int i = 0; i < w.nrchecks; i++) {
         free(w.rchecks[i].option);
         free(w.rchecks[i].func);
