@@ -293,8 +293,7 @@ cleanup:
     free(w);
 }
 
-/* Sum of the workload's counters, read with one pipeline. */
-static long long counted(redisContext *c, int n)
+long long bench_counted(redisContext *c, int n)
 {
     long long sum = 0;
 
@@ -314,7 +313,7 @@ static long long counted(redisContext *c, int n)
     return sum;
 }
 
-static void reset_counters(redisContext *c)
+void bench_reset_counters(redisContext *c)
 {
     redisAppendCommand(c, "DEL bench:counter");
     for (int k = 0; k < BENCH_NKEYS; k++)
@@ -333,7 +332,12 @@ static int cmp_u32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static uint32_t pct(const uint32_t *s, long n, double q)
+void bench_sort_latencies(uint32_t *lat, long n)
+{
+    qsort(lat, (size_t)n, sizeof *lat, cmp_u32);
+}
+
+uint32_t bench_percentile(const uint32_t *s, long n, double q)
 {
     long i = (long)(q * (double)n + 0.999999999) - 1; /* nearest rank */
     return n == 0 ? 0 : s[i < 0 ? 0 : i];
@@ -353,7 +357,7 @@ void bench_run(int counters)
     uint64_t t0 = UINT64_MAX, t1 = 0;
     char b, threads[48] = "";
 
-    reset_counters(c);
+    bench_reset_counters(c);
     /* Shared with the workers, which write their results and latencies
      * there: nothing to send back through a pipe. */
     res = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
@@ -396,8 +400,8 @@ void bench_run(int counters)
                 sizeof(uint32_t) * (size_t)res[w].ok);
         n += res[w].ok;
     }
-    qsort(lat, (size_t)n, sizeof *lat, cmp_u32);
-    long long cnt = counters ? counted(c, counters) : sections;
+    bench_sort_latencies(lat, n);
+    long long cnt = counters ? bench_counted(c, counters) : sections;
     double secs = (double)(t1 - t0) / 1e9;
     if (bench_opt.workload >= BENCH_THREADS)
         snprintf(threads, sizeof threads, ",\"threads\":%d,\"keys\":%d",
@@ -406,9 +410,9 @@ void bench_run(int counters)
            "\"seconds\":%.4f,\"ops_per_s\":%.1f,\"p50_us\":%u,\"p99_us\":%u,"
            "\"violations\":%lld,\"failed\":%ld,\"retry_ms\":%d%s}\n",
            bench_opt.impl, workloads[bench_opt.workload], bench_opt.procs,
-           sections, secs, secs > 0 ? sections / secs : 0.0, pct(lat, n, 0.5),
-           pct(lat, n, 0.99), sections - cnt, failed, bench_opt.retry_ms,
-           threads);
+           sections, secs, secs > 0 ? sections / secs : 0.0,
+           bench_percentile(lat, n, 0.5), bench_percentile(lat, n, 0.99),
+           sections - cnt, failed, bench_opt.retry_ms, threads);
     munmap(res, bytes);
     redisFree(c);
 }

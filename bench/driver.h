@@ -85,6 +85,16 @@ int bench_pick_key(uint64_t *seed, int n);
  * threads-keys, else 1. */
 int bench_nkeys(void);
 
+/* The counters' sum, read with one pipeline (n as bench_run()'s counters),
+ * and their reset before a run. */
+long long bench_counted(redisContext *c, int n);
+void bench_reset_counters(redisContext *c);
+
+/* Sorts lat[0..n) (ns/1000: microseconds); then its q-quantile, nearest
+ * rank. */
+void bench_sort_latencies(uint32_t *lat, long n);
+uint32_t bench_percentile(const uint32_t *sorted, long n, double q);
+
 /* Reads the command line into bench_opt and checks it (usage otherwise).
  * Uncontended runs one process whatever --procs says: nothing to contend. */
 void bench_parse_args(const struct bench_driver *d, int argc, char **argv);

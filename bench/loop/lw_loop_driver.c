@@ -288,51 +288,6 @@ static void run_process(int idx, struct result *res, uint32_t *lat,
     free(p.slots);
 }
 
-static long long counted(redisContext *c, int n)
-{
-    long long sum = 0;
-
-    for (int k = 0; k < n; k++)
-        if (n == 1)
-            redisAppendCommand(c, "GET bench:counter");
-        else
-            redisAppendCommand(c, "GET bench:sc:%d", k);
-    for (int k = 0; k < n; k++) {
-        redisReply *r;
-        if (redisGetReply(c, (void **)&r) != REDIS_OK)
-            bench_die(c->errstr);
-        if (r->type == REDIS_REPLY_STRING)
-            sum += atoll(r->str);
-        freeReplyObject(r);
-    }
-    return sum;
-}
-
-static void reset_counters(redisContext *c)
-{
-    redisAppendCommand(c, "DEL bench:counter");
-    for (int k = 0; k < BENCH_NKEYS; k++)
-        redisAppendCommand(c, "DEL bench:sc:%d", k);
-    for (int k = 0; k <= BENCH_NKEYS; k++) {
-        redisReply *r;
-        if (redisGetReply(c, (void **)&r) != REDIS_OK)
-            bench_die(c->errstr);
-        freeReplyObject(r);
-    }
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
-static uint32_t pct(const uint32_t *s, long n, double q)
-{
-    long i = (long)(q * (double)n + 0.999999999) - 1; /* nearest rank */
-    return n == 0 ? 0 : s[i < 0 ? 0 : i];
-}
-
 static const struct bench_driver driver = {
     .name = "lw_loop_driver",
     .usage = "usage: lw_loop_driver --workload uncontended|contended|spread "
@@ -408,7 +363,7 @@ int main(int argc, char **argv)
         bench_die("mmap");
     lat = (uint32_t *)(res + procs);
     c = bench_connect();
-    reset_counters(c);
+    bench_reset_counters(c);
     if (pipe(ready) || pipe(go))
         bench_die("pipe");
     for (int p = 0; p < procs; p++) {
@@ -444,20 +399,20 @@ int main(int argc, char **argv)
                 sizeof(uint32_t) * (size_t)res[p].ok);
         n += res[p].ok;
     }
-    qsort(lat, (size_t)n, sizeof *lat, cmp_u32);
+    bench_sort_latencies(lat, n);
     counters = bench_opt.workload == BENCH_UNCONTENDED ? 0
                : bench_opt.workload == BENCH_SPREAD    ? BENCH_NKEYS
                                                        : 1;
-    long long cnt = counters ? counted(c, counters) : sections;
+    long long cnt = counters ? bench_counted(c, counters) : sections;
     double secs = (double)(t1 - t0) / 1e9;
     printf("{\"impl\":\"%s\",\"workload\":\"%s\",\"procs\":%d,\"sections\":%ld,"
            "\"seconds\":%.4f,\"ops_per_s\":%.1f,\"p50_us\":%u,\"p99_us\":%u,"
            "\"violations\":%lld,\"failed\":%ld,\"retry_ms\":%d,"
            "\"inflight\":%d}\n",
            bench_opt.impl, workload_names[bench_opt.workload], procs, sections,
-           secs, secs > 0 ? sections / secs : 0.0, pct(lat, n, 0.5),
-           pct(lat, n, 0.99), sections - cnt, failed, bench_opt.retry_ms,
-           inflight);
+           secs, secs > 0 ? sections / secs : 0.0,
+           bench_percentile(lat, n, 0.5), bench_percentile(lat, n, 0.99),
+           sections - cnt, failed, bench_opt.retry_ms, inflight);
     munmap(res, bytes);
     redisFree(c);
     free(args);
