@@ -11,7 +11,9 @@
 # usage: run.sh BUILD_DIR WITH_REDIS
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
-build=$1 with_redis=$2
+# Absolute: apt-get takes a .deb only by a path that starts with / or ./
+mkdir -p "$1"
+build=$(cd "$1" && pwd) with_redis=$2
 work=$build/deb-test
 pkgs=(liblockweave0 liblockweave-dev lockweave-tools)
 
