@@ -16,8 +16,9 @@ cd "$(dirname "$0")"
 # libclang-rt-14-dev: clang's sanitizer runtimes and libFuzzer.  groff-base:
 # the install test renders the man pages.  python3-prometheus-client: the
 # metrics test reads lw_metrics_write() with its text-format parser.
+# redis-sentinel: tests/sentinel.
 .ci/ensure-packages.sh cmake ninja-build gcc g++ clang-14 libclang-dev \
-  libclang-rt-14-dev libhiredis-dev redis-server pkg-config \
+  libclang-rt-14-dev libhiredis-dev redis-server redis-sentinel pkg-config \
   libmicrohttpd-dev libsqlite3-dev valgrind groff-base libssl-dev openssl \
   libevent-dev libuv1-dev python3-prometheus-client
 

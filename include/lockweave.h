@@ -207,9 +207,17 @@ typedef struct lw_config {
                                     mutual TLS; needs tls_key_file */
     const char *tls_key_file;    /* its private key (PEM, unencrypted) */
     const char *tls_server_name; /* name to verify and send as SNI; NULL: the
-                                    URL's host */
+                                    URL's host (behind Sentinel: names the
+                                    data nodes only; NULL: the address the
+                                    sentinels report) */
     int tls_insecure;            /* > 0: do not verify the server (warned on
                                     each connection); 0: $LOCKWEAVE_TLS_INSECURE */
+    /* redis+sentinel:// only: the sentinels' own credentials, for AUTH on
+     * each connection to a sentinel (the URL's are the data nodes').
+     * NULL: $LOCKWEAVE_SENTINEL_USER, $LOCKWEAVE_SENTINEL_PASSWORD; no
+     * password: no AUTH. */
+    const char *sentinel_user;
+    const char *sentinel_password;
 } lw_config;
 
 /* Fill *cfg with "use the environment and defaults".  Never fails. */

@@ -86,6 +86,32 @@ static int tls_settings(struct lw_settings *s, const lw_config *cfg)
     return lw__tlsctx_new(o, &s->ssl_ctx);
 }
 
+/* The sentinels' credentials onto each sentinel of s (redis+sentinel://):
+ * the URL's belong to the data nodes.  LW_OK or LW_ENOMEM. */
+static int sentinel_settings(struct lw_settings *s, const lw_config *cfg)
+{
+    char *user, *password;
+    int rc = LW_OK;
+
+    if (str_setting(cfg->sentinel_user, "LOCKWEAVE_SENTINEL_USER", &user) ||
+        str_setting(cfg->sentinel_password, "LOCKWEAVE_SENTINEL_PASSWORD",
+                    &password)) {
+        free(user);
+        return LW_ENOMEM;
+    }
+    for (int i = 0; i < s->ep.n && rc == LW_OK; i++) {
+        struct lw_url *u = &s->ep.urls[i];
+        u->user = user != NULL ? strdup(user) : NULL;
+        u->password = password != NULL ? strdup(password) : NULL;
+        if ((user != NULL && u->user == NULL) ||
+            (password != NULL && u->password == NULL))
+            rc = LW_ENOMEM;
+    }
+    free(user);
+    free(password);
+    return rc;
+}
+
 /* Build a snapshot; an unusable URL still yields one, carrying the error, so
  * the first guarded call can report LW_ECONFIG instead of crashing. */
 static struct lw_settings *settings_new(const lw_config *cfg)
@@ -138,6 +164,8 @@ static struct lw_settings *settings_new(const lw_config *cfg)
     s->error = lw__endpoints_parse(url, &s->ep, err, sizeof err);
     if (s->error == LW_ECONFIG)
         lw__log(LW_LOG_ERROR, "%s", err);
+    if (s->error == LW_OK && s->ep.topology == LW_TOPO_SENTINEL)
+        s->error = sentinel_settings(s, cfg);
     if (s->error == LW_OK && lw__endpoints_tls(&s->ep))
         s->error = tls_settings(s, cfg);
     return s;

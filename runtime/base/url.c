@@ -97,7 +97,8 @@ static int parse_userinfo(const char *p, size_t n, struct lw_url *u, int *bad)
     return u->password ? 0 : -1;
 }
 
-static int parse_hostport(const char *p, size_t n, struct lw_url *u)
+static int parse_hostport(const char *p, size_t n, int port_dflt,
+                          struct lw_url *u)
 {
     const char *host = p, *port = NULL;
     size_t hlen = n;
@@ -120,7 +121,7 @@ static int parse_hostport(const char *p, size_t n, struct lw_url *u)
             port = colon + 1;
         }
     }
-    u->port = 6379;
+    u->port = port_dflt;
     if (port != NULL && parse_int(port, p + n - port, 1, 65535, &u->port))
         return -2;
     if (hlen == 0)
@@ -143,7 +144,8 @@ static int parse_tcp(const char *s, const char *rest, struct lw_url *u,
         return LW_ENOMEM;
     if (bad)
         return fail(err, errlen, "bad %-escape", s);
-    rc = parse_hostport(at ? at + 1 : rest, end - (at ? at + 1 : rest), u);
+    rc =
+        parse_hostport(at ? at + 1 : rest, end - (at ? at + 1 : rest), 6379, u);
     if (rc == -1)
         return fail(err, errlen, "bad host", s);
     if (rc == -2)
@@ -234,7 +236,13 @@ void lw__url_describe(const struct lw_url *u, char *buf, size_t len)
         u->password ? (u->user ? ":***@" : "***@") : (u->user ? "@" : "");
     char db[24] = "";
 
-    if (u->path != NULL) {
+    if (u->role == LW_URL_SENTINEL) {
+        /* A sentinel has no database, and its log lines must not read as
+         * a data node's. */
+        snprintf(buf, len, "sentinel %s://%s%s%s:%d",
+                 u->tls ? "rediss" : "redis", user,
+                 u->password && !u->user ? ":***@" : at, u->host, u->port);
+    } else if (u->path != NULL) {
         if (u->db != 0)
             snprintf(db, sizeof db, "?db=%d", u->db);
         snprintf(buf, len, "unix://%s%s%s%s", user, at, u->path, db);
@@ -377,6 +385,73 @@ static int distinct_masters(const struct lw_endpoints *e, char *err,
     return rc;
 }
 
+/* redis[s]+sentinel://[user:password@]host[:port][,host[:port]...]/NAME
+ * [?db=N], rest past the scheme: the credentials (the last '@' before the
+ * path ends them, as in redis://), ?db=N and TLS are the data nodes', in
+ * e->node; the sentinels go to e->urls. */
+static int parse_sentinel(const char *s, const char *rest, int tls,
+                          struct lw_endpoints *e, char *err, size_t errlen)
+{
+    const char *end = rest + strcspn(rest, "/?#"), *at = NULL, *p, *name;
+    size_t namelen;
+    int bad = 0;
+
+    e->topology = LW_TOPO_SENTINEL;
+    e->node.tls = tls;
+    e->node.role = LW_URL_MASTER;
+    for (const char *q = rest; q < end; q++)
+        if (*q == '@')
+            at = q;
+    if (at != NULL && parse_userinfo(rest, (size_t)(at - rest), &e->node, &bad))
+        return LW_ENOMEM;
+    if (bad)
+        return fail(err, errlen, "bad %-escape", s);
+    name = *end == '/' ? end + 1 : end;
+    namelen = strcspn(name, "/?#");
+    if (namelen == 0)
+        return fail(err, errlen,
+                    "the master's name is missing (redis+sentinel://host:port"
+                    "[,host:port...]/MASTER_NAME)",
+                    s);
+    if (name[namelen] == '?' && strncmp(name + namelen, "?db=", 4) == 0) {
+        const char *db = name + namelen + 4;
+        if (parse_int(db, strlen(db), 0, 1000000, &e->node.db))
+            return fail(err, errlen, "database must be a number", s);
+    } else if (name[namelen] != '\0') {
+        return fail(err, errlen,
+                    "only ?db=N may follow a Sentinel URL's master name", s);
+    }
+    e->master_name = dup_decoded(name, namelen, &bad);
+    if (e->master_name == NULL)
+        return LW_ENOMEM;
+    if (bad)
+        return fail(err, errlen, "bad %-escape", s);
+    for (p = at != NULL ? at + 1 : rest;; p++) {
+        size_t n = strcspn(p, ",/?#");
+        struct lw_url *u = &e->urls[e->n];
+        int rc;
+        if (p + n > end)
+            n = (size_t)(end - p);
+        if (e->n == LW_ENDPOINTS_MAX)
+            return fail(err, errlen, "more than 16 endpoints", s);
+        if (n == 0)
+            return fail(err, errlen, "empty element in list", s);
+        rc = parse_hostport(p, n, LW_SENTINEL_PORT, u);
+        if (rc == -1)
+            return fail(err, errlen, "bad host", s);
+        if (rc == -2)
+            return fail(err, errlen, "port must be 1..65535", s);
+        if (rc == -3)
+            return LW_ENOMEM;
+        u->tls = tls;
+        u->role = LW_URL_SENTINEL;
+        e->n++;
+        p += n;
+        if (p >= end)
+            return LW_OK;
+    }
+}
+
 int lw__endpoints_parse(const char *s, struct lw_endpoints *e, char *err,
                         size_t errlen)
 {
@@ -386,6 +461,17 @@ int lw__endpoints_parse(const char *s, struct lw_endpoints *e, char *err,
     memset(e, 0, sizeof *e);
     if (s == NULL || *s == '\0')
         return fail(err, errlen, "empty value", "");
+    if (strncmp(s, "redis+sentinel://", 17) == 0 ||
+        strncmp(s, "rediss+sentinel://", 18) == 0) {
+        int tls = s[5] == 's';
+        e->urls = calloc(LW_ENDPOINTS_MAX, sizeof *e->urls);
+        rc = e->urls == NULL
+                 ? LW_ENOMEM
+                 : parse_sentinel(s, s + (tls ? 18 : 17), tls, e, err, errlen);
+        if (rc != LW_OK)
+            lw__endpoints_free(e);
+        return rc;
+    }
     if (strncmp(s, "redis+cluster://", 16) == 0) {
         seed = "redis://";
         p = s + 16;
@@ -437,5 +523,7 @@ void lw__endpoints_free(struct lw_endpoints *e)
     for (int i = 0; i < e->n; i++)
         lw__url_free(&e->urls[i]);
     free(e->urls);
+    lw__url_free(&e->node);
+    free(e->master_name);
     memset(e, 0, sizeof *e);
 }

@@ -5,6 +5,7 @@
 
 #include "base/config.h"
 #include "topology/route.h"
+#include "topology/sentinel.h"
 #include "topology/slot.h"
 
 int lw__target_for(struct lw_target *t, const struct lw_settings *cfg,
@@ -18,6 +19,8 @@ int lw__target_for(struct lw_target *t, const struct lw_settings *cfg,
         t->slot = lw__key_slot(key, keylen);
         return LW_OK;
     }
+    if (cfg->ep.topology == LW_TOPO_SENTINEL)
+        return LW_OK; /* the master is found when sending */
     return lw__conn_thread(&t->conn);
 }
 
@@ -26,6 +29,9 @@ int lw__send(struct lw_target *t, const struct lw_request *q,
 {
     int rc;
 
+    if (t->cfg->ep.topology == LW_TOPO_SENTINEL)
+        return lw__sentinel_run(t->cfg, q, out, replayed, &t->sent_us,
+                                deadline_us);
     if (t->conn == NULL)
         return lw__route_run(t->cfg, t->slot, q, out, replayed, &t->sent_us,
                              deadline_us);

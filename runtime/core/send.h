@@ -10,14 +10,16 @@
 /*
  * The one way the lock protocol reaches Redis: a request about one key goes
  * to that key's server, whatever the topology behind it.  With one server
- * that is a connection; in a Redis Cluster, the router and the key's slot.
+ * that is a connection; in a Redis Cluster, the router and the key's slot;
+ * behind Sentinel, the master the sentinels name (topology/sentinel.h).
  * (Redlock asks several independent servers and has its own backend.)
  */
 struct lw_settings;
 
 struct lw_target {
     const struct lw_settings *cfg;
-    struct lw_conn *conn; /* one server: the connection to send on */
+    struct lw_conn *conn; /* one server: the connection to send on (NULL
+                             in a Cluster and behind Sentinel) */
     int slot;             /* Redis Cluster: the key's slot */
     int64_t sent_us;      /* set by lw__send(): when the request whose
                              replies came back (or an earlier one that may
@@ -25,8 +27,9 @@ struct lw_target {
                              server is no older (lease arithmetic) */
 };
 
-/* The target for key under cfg: its slot in a cluster, else this thread's
- * connection, opened if needed.  LW_OK or lw__conn_thread()'s error. */
+/* The target for key under cfg: its slot in a cluster, nothing yet behind
+ * Sentinel, else this thread's connection, opened if needed.  LW_OK or
+ * lw__conn_thread()'s error. */
 int lw__target_for(struct lw_target *t, const struct lw_settings *cfg,
                    const char *key, size_t keylen);
 
@@ -34,8 +37,9 @@ int lw__target_for(struct lw_target *t, const struct lw_settings *cfg,
  * lw__conn_run() does.  In a cluster, redirections, failovers and an
  * unreachable node are followed until deadline_us (lw__now_us() time; 0:
  * one command timeout from now), and a pipeline met by ASK is LW_R_ASKED
- * (see topology/route.h); one server ignores deadline_us, its connection's
- * timeouts bound the call. */
+ * (see topology/route.h); behind Sentinel, a failover is followed the same
+ * way (topology/sentinel.h); one server ignores deadline_us, its
+ * connection's timeouts bound the call. */
 int lw__send(struct lw_target *t, const struct lw_request *q,
              int64_t deadline_us, redisReply **out, int *replayed);
 

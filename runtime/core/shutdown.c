@@ -7,6 +7,7 @@
 #include "net/conn.h"
 #include "topology/masters.h"
 #include "topology/route.h"
+#include "topology/sentinel.h"
 
 void lw_shutdown(void)
 {
@@ -18,6 +19,7 @@ void lw_shutdown(void)
     lw__route_thread_drop();
     lw__masters_drop();
     lw__route_shutdown();
+    lw__sentinel_shutdown();
     lw__settings_free_all();
     lw__gate_open();
 }

@@ -47,6 +47,11 @@ void lw__conn_free(struct lw_conn *c);
  * LW_EREDIS, LW_EAUTH, LW_ETLS, LW_ECONFIG or LW_ENOMEM. */
 int lw__conn_thread(struct lw_conn **out);
 
+/* The same connection, to url (NULL: the configured endpoint), which must
+ * outlive its use: pointed elsewhere, it is closed first and reopened
+ * there.  For the master Sentinel names (topology/sentinel.c). */
+int lw__conn_thread_to(const struct lw_url *url, struct lw_conn **out);
+
 /* Close this thread's connection (lw_shutdown); the next use reopens it. */
 void lw__conn_thread_drop(void);
 

@@ -1,9 +1,10 @@
 /* What a connection says after connecting, before any request, in one
  * round trip: AUTH and SELECT as its URL asks, CLIENT SETNAME (whose
  * connection it is, for lockweave-ctl inspect), INFO memory (the
- * eviction-policy warning) and, unless this process only looks at locks,
- * the ACL check: a script asking the server whether the user may run every
- * command a lock sends. */
+ * eviction-policy warning), ROLE on a master a sentinel named and, unless
+ * this process only looks at locks, the ACL check: a script asking the
+ * server whether the user may run every command a lock sends.  To a
+ * sentinel, only AUTH. */
 #include "net/handshake.h"
 
 #include <lockweave.h>
@@ -65,7 +66,8 @@ static struct lw_script acl_script = LW_SCRIPT_INIT(acl_text);
  * redis.call() and redis.pcall() of theirs is here).  Not checked: BLPOP
  * (refused, a waiter polls instead), INFO (the eviction warning is only
  * skipped), CLIENT SETNAME (inspect then cannot name the holder); WAIT
- * only with wait_replicas, CLUSTER SLOTS and ASKING only in a Cluster.
+ * only with wait_replicas, CLUSTER SLOTS and ASKING only in a Cluster,
+ * ROLE only behind Sentinel.
  */
 static const char *const needs[][NEEDS_ARGS] = {
     {"evalsha", "0000000000000000000000000000000000000000", "1", KEY},
@@ -94,6 +96,7 @@ static const char *const needs[][NEEDS_ARGS] = {
 static const char *const wait_need[] = {"wait", "0", "0"};
 static const char *const cluster_needs[][2] = {{"cluster", "slots"},
                                                {"asking"}};
+static const char *const sentinel_need[] = {"role"};
 
 int lw__handshake_needs(const char *cmd)
 {
@@ -112,7 +115,7 @@ void lw__handshake_acl_check(int on)
     __atomic_store_n(&acl_check_on, on, __ATOMIC_RELAXED);
 }
 
-#define ACL_GROUPS_MAX (2 * NNEEDS + 3)
+#define ACL_GROUPS_MAX (2 * NNEEDS + 4)
 #define ACL_ARGS_MAX   (3 + ACL_GROUPS_MAX * (NEEDS_ARGS + 1))
 #define SAMPLE_NAME    "lockweave-acl-check"
 
@@ -220,7 +223,7 @@ int lw__client_name_parse(const char *s, size_t n, struct lw_client_name *out)
 /* ---- the handshake ------------------------------------------------------ */
 
 /* What each reply of the pipeline answers. */
-enum step { S_AUTH, S_SELECT, S_NAME, S_INFO, S_ACL };
+enum step { S_AUTH, S_SELECT, S_NAME, S_INFO, S_ROLE, S_ACL };
 
 /* Servers already warned about (described), so each is named once. */
 static pthread_mutex_t evict_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -296,6 +299,8 @@ static int acl_build(struct acl_req *q, const struct lw_settings *s)
         acl_add(q, cluster_needs[0], 2, NULL);
         acl_add(q, cluster_needs[1], 1, NULL);
     }
+    if (s->ep.topology == LW_TOPO_SENTINEL)
+        acl_add(q, sentinel_need, 1, NULL);
     for (int i = 0; i < q->argc; i++)
         q->lens[i] = strlen(q->argv[i]);
     return 0;
@@ -387,7 +392,7 @@ static int read_replies(struct lw_conn *c, const enum step *steps, int n,
                         redisReply **rs, char *what, size_t cap)
 {
     static const char *const names[] = {"AUTH", "SELECT", "CLIENT SETNAME",
-                                        "INFO", "EVAL"};
+                                        "INFO", "ROLE",   "EVAL"};
 
     for (int i = 0; i < n; i++)
         if (lw__conn_reply(c, (void **)&rs[i]) != REDIS_OK || rs[i] == NULL) {
@@ -425,15 +430,47 @@ static int acl_eval(struct lw_conn *c, struct acl_req *q, redisReply **r,
     return rc;
 }
 
+/* What ROLE's reply r says of a server a sentinel named master: LW_OK
+ * when it is one.  A replica is LW_EREDIS, which sends the caller back to
+ * the sentinels (topology/sentinel.c): they answered from before a
+ * failover, or the server was demoted since. */
+static int role_verdict(const redisReply *r, const struct lw_url *u, char *what,
+                        size_t cap)
+{
+    if (r->type == REDIS_REPLY_ERROR) {
+        if (strncmp(r->str, "NOPERM", 6) != 0) {
+            snprintf(what, cap, "ROLE failed: %s", r->str);
+            return LW_EREDIS;
+        }
+        snprintf(what, cap,
+                 "the ACL user %s may not run ROLE, which a Sentinel setup "
+                 "needs: see docs/operations.md, \"Credentials and ACLs\"",
+                 u->user ? u->user : "default");
+        return LW_EAUTH;
+    }
+    if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+        r->element[0]->type == REDIS_REPLY_STRING &&
+        strcmp(r->element[0]->str, "master") == 0)
+        return LW_OK;
+    snprintf(what, cap,
+             "the sentinels named it master, but ROLE says %s: a failover "
+             "is under way, or it was demoted",
+             r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+                     r->element[0]->type == REDIS_REPLY_STRING
+                 ? r->element[0]->str
+                 : "no role");
+    return LW_EREDIS;
+}
+
 int lw__handshake(struct lw_conn *c, const struct lw_url *u)
 {
     const struct lw_settings *s = lw__settings();
     struct acl_req *acl = NULL;
-    enum step steps[5];
-    redisReply *rs[5] = {NULL};
+    enum step steps[6] = {S_AUTH};
+    redisReply *rs[6] = {NULL};
     char db[16], name[160], what[400];
-    int n = 0, rc = LW_ENOMEM;
-    size_t namelen = name_make(name, sizeof name);
+    int n = 0, rc = LW_ENOMEM, sentinel = u->role == LW_URL_SENTINEL;
+    size_t namelen = sentinel ? 0 : name_make(name, sizeof name);
 
     c->out.len = 0;
 #define PUT(step, argc, argv, lens)                                            \
@@ -448,6 +485,8 @@ int lw__handshake(struct lw_conn *c, const struct lw_url *u)
         size_t lens[] = {4, strlen(argv[1]), strlen(u->password)};
         PUT(S_AUTH, u->user ? 3 : 2, argv, lens);
     }
+    if (sentinel)
+        goto send; /* a sentinel holds no data, and knows no SELECT */
     if (u->db != 0) {
         const char *argv[] = {"SELECT", db};
         size_t lens[] = {6, (size_t)snprintf(db, sizeof db, "%d", u->db)};
@@ -463,6 +502,11 @@ int lw__handshake(struct lw_conn *c, const struct lw_url *u)
         size_t lens[] = {4, 6};
         PUT(S_INFO, 2, argv, lens);
     }
+    if (u->role == LW_URL_MASTER) {
+        const char *argv[] = {"ROLE"};
+        size_t lens[] = {4};
+        PUT(S_ROLE, 1, argv, lens);
+    }
     if (__atomic_load_n(&acl_check_on, __ATOMIC_RELAXED)) {
         acl = calloc(1, sizeof *acl);
         if (acl == NULL)
@@ -477,12 +521,13 @@ int lw__handshake(struct lw_conn *c, const struct lw_url *u)
     }
 #undef PUT
 
+send:
     /* One write, one round trip: each command is answered in turn even
      * after an earlier one failed (a refused AUTH leaves the rest to run as
      * the default user, harmlessly: none of them changes anything the
      * connection keeps, and it is closed). */
     rc = LW_OK;
-    if (lw__conn_send(c, c->out.p, c->out.len) != 0) {
+    if (n > 0 && lw__conn_send(c, c->out.p, c->out.len) != 0) {
         snprintf(what, sizeof what, "%s failed: %s",
                  n > 0 && steps[0] == S_AUTH ? "AUTH" : "the handshake",
                  lw__conn_io_error(c));
@@ -523,6 +568,9 @@ int lw__handshake(struct lw_conn *c, const struct lw_url *u)
                 rc = LW_EAUTH;
             }
             check_eviction(r, u);
+            break;
+        case S_ROLE:
+            rc = role_verdict(r, u, what, sizeof what);
             break;
         case S_ACL:
             if (err && strncmp(r->str, "NOSCRIPT", 8) == 0)

@@ -25,9 +25,17 @@ static struct timeval tv_ms(int ms)
 static int start_tls(struct lw_conn *c, const struct lw_settings *s,
                      const struct lw_url *u)
 {
+    struct lw_tls_opts opts = s->tls;
     char what[300], where[256];
-    int rc = lw__tls_open(&c->tls, s->ssl_ctx, c->ctx->fd, u->host, &s->tls,
-                          s->connect_timeout_ms, what, sizeof what);
+    int rc;
+
+    /* LOCKWEAVE_TLS_SERVER_NAME names the data nodes, whose addresses the
+     * sentinels report; a sentinel is checked against the URL's name for
+     * it, the one the user wrote. */
+    if (u->role == LW_URL_SENTINEL)
+        opts.server_name = NULL;
+    rc = lw__tls_open(&c->tls, s->ssl_ctx, c->ctx->fd, u->host, &opts,
+                      s->connect_timeout_ms, what, sizeof what);
 
     if (rc != LW_OK) {
         lw__conn_fail(c, rc, what);

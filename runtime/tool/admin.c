@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/config.h"
 #include "base/url.h"
 #include "core/keynames.h"
@@ -17,6 +18,7 @@
 #include "net/conn.h"
 #include "net/handshake.h"
 #include "topology/route.h"
+#include "topology/sentinel.h"
 #include "topology/slotmap.h"
 
 /* admin.h repeats these numbers so that a tool needs no other header. */
@@ -53,7 +55,10 @@ int lw__admin_config(struct lw_admin_config *c)
     c->s = s;
     c->prefix = s->prefix;
     c->prefix_len = s->prefix_len;
-    c->topology = s->ep.topology;
+    /* Behind Sentinel the locks are on one server at a time, the master;
+     * lw__admin_masters() names it and requests follow it. */
+    c->topology =
+        s->ep.topology == LW_TOPO_SENTINEL ? LW_ADMIN_SINGLE : s->ep.topology;
     return LW_OK;
 }
 
@@ -87,6 +92,9 @@ int lw__admin_masters(const struct lw_admin_config *c,
     *n = s->ep.topology == LW_TOPO_REDLOCK ? s->ep.n : 1;
     if (s->ep.topology == LW_TOPO_CLUSTER)
         rc = cluster_masters(s, &urls, n);
+    if (s->ep.topology == LW_TOPO_SENTINEL)
+        rc = lw__sentinel_master(
+            s, lw__now_us() + (int64_t)s->command_timeout_ms * 1000, &urls);
     if (rc != LW_OK)
         return rc;
     *out = malloc((size_t)*n * sizeof **out);

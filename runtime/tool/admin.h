@@ -25,7 +25,7 @@ struct lw_names;    /* a lock key's companion names (core/keynames.h) */
 
 /* How the servers of LOCKWEAVE_REDIS_URL are used. */
 enum {
-    LW_ADMIN_SINGLE,  /* one server */
+    LW_ADMIN_SINGLE,  /* one server; behind Sentinel, the master it names */
     LW_ADMIN_CLUSTER, /* a Redis Cluster, reached through its seeds */
     LW_ADMIN_REDLOCK  /* independent masters, a quorum of them holding */
 };
@@ -57,8 +57,9 @@ int lw__admin_config(struct lw_admin_config *c);
  * the first request. */
 void lw__admin_no_acl_check(void);
 
-/* The masters that hold keys: the one server, Redlock's masters, or a
- * Cluster's masters by its slot map (learnt now).  LW_OK with *out n
+/* The masters that hold keys: the one server (behind Sentinel the master
+ * the sentinels name, asked of them now if not known), Redlock's masters,
+ * or a Cluster's masters by its slot map (learnt now).  LW_OK with *out n
  * pointers, an array the caller free()s; the servers are the runtime's,
  * valid until lw_shutdown().  Else why the map could not be had. */
 int lw__admin_masters(const struct lw_admin_config *c,

@@ -49,6 +49,11 @@ typedef struct rh_opts {
     const char *tls_auth_clients;   /* "no", "optional" or "yes"; NULL:
                                        "optional" */
     const char *tls_cert, *tls_key; /* the server's; NULL: tls->server */
+    /* Non-NULL: run Redis Sentinel (redis-sentinel, else redis-server
+     * --sentinel) with this text as its configuration file, written to
+     * <dir>/sentinel.conf at rh_start(), which Sentinel rewrites as it
+     * learns (rh_restart() keeps what it wrote).  See rh_sentinel.h. */
+    const char *sentinel_conf;
 } rh_opts;
 
 /*
@@ -160,6 +165,10 @@ void rh_remove_tree(const char *dir);
 /* Path of the redis-server executable ($LW_REDIS_SERVER, then $PATH, then
  * the usual directories), or NULL if there is none. */
 const char *rh_server_path(void);
+
+/* Path of redis-sentinel (Debian's redis-sentinel package: next to
+ * redis-server, or in /usr/bin), or NULL if there is none. */
+const char *rh_sentinel_path(void);
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,7 @@
 #include "rh_internal.h"
 
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +73,32 @@ static int ensure_raw(rh_server *s)
     return s->raw ? 0 : -1;
 }
 
+/* redisCommandArgv() with SIGPIPE blocked for the call, and one it raised
+ * taken back: a server that closed the harness's connection (as a sentinel
+ * does to every client of a replica it promotes) must cost an EPIPE, not
+ * the test.  The process's disposition stays as it is: tests check that the
+ * library never raises SIGPIPE. */
+static redisReply *command(redisContext *c, int argc, const char **argv,
+                           const size_t *argvlen)
+{
+    sigset_t pipe_set, old, pending;
+    struct timespec now = {0, 0};
+    redisReply *r;
+    int was_pending;
+
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    sigpending(&pending);
+    was_pending = sigismember(&pending, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    r = redisCommandArgv(c, argc, argv, argvlen);
+    sigpending(&pending);
+    if (!was_pending && sigismember(&pending, SIGPIPE))
+        sigtimedwait(&pipe_set, NULL, &now);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return r;
+}
+
 /* One retry on a fresh connection: after rh_restart() the old socket is dead
  * and the first command on it fails without reaching the new server. */
 static redisReply *run(rh_server *s, int argc, const char **argv,
@@ -80,7 +107,7 @@ static redisReply *run(rh_server *s, int argc, const char **argv,
     for (int attempt = 0; attempt < 2; attempt++) {
         if (ensure_raw(s) != 0)
             return NULL;
-        redisReply *r = redisCommandArgv(s->raw, argc, argv, argvlen);
+        redisReply *r = command(s->raw, argc, argv, argvlen);
         if (r)
             return r;
         fprintf(stderr, "redis harness: command %.*s: %s%s\n",

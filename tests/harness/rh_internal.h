@@ -19,6 +19,9 @@ int rh__terminate(pid_t pid, int grace_ms);
 
 void rh__sleep_ms(int ms);
 
+/* The tail of s's log on stderr, to explain what went wrong. */
+void rh__print_log(const rh_server *s);
+
 /* With LW_TEST_TLS=1 in the environment: the certificates every server of
  * this process serves TLS with (made on first call, removed at exit), and
  * LOCKWEAVE_TLS_CA_FILE set to their CA unless already set.  NULL without

@@ -44,3 +44,19 @@ const char *rh_server_path(void)
             return usual[i];
     return NULL;
 }
+
+const char *rh_sentinel_path(void)
+{
+    static char found[4096];
+    const char *srv = rh_server_path();
+    const char *slash = srv ? strrchr(srv, '/') : NULL;
+
+    if (slash != NULL) {
+        snprintf(found, sizeof found, "%.*s/redis-sentinel", (int)(slash - srv),
+                 srv);
+        if (executable(found))
+            return found;
+    }
+    return executable("/usr/bin/redis-sentinel") ? "/usr/bin/redis-sentinel"
+                                                 : NULL;
+}

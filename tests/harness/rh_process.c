@@ -80,8 +80,7 @@ int rh__terminate(pid_t pid, int grace_ms)
     return -1;
 }
 
-/* The tail of the server's log, to explain a failed start. */
-static void print_log(const rh_server *s)
+void rh__print_log(const rh_server *s)
 {
     FILE *f = fopen(s->log_path, "r");
     if (!f) {
@@ -121,11 +120,18 @@ static int log_says_port_taken(const rh_server *s)
  * async-signal-safe calls until exec. */
 static int spawn(rh_server *s, const char *exe)
 {
-    char port[16];
+    char port[16], conf[160];
     snprintf(port, sizeof port, "%d", s->port);
+    snprintf(conf, sizeof conf, "%s/sentinel.conf", s->dir);
     const char *argv[RH_MAX_ARGS];
     int n = 0;
     argv[n++] = exe;
+    if (s->opts.sentinel_conf) {
+        /* The file comes first; Sentinel refuses to run without one it
+         * can rewrite. */
+        argv[n++] = conf;
+        argv[n++] = "--sentinel";
+    }
     argv[n++] = "--port";
     argv[n++] = s->opts.tls ? "0" : port;
     if (s->opts.tls) {
@@ -270,7 +276,7 @@ static int start_on_port(rh_server *s, const char *exe)
     return r;
 }
 
-static const char *find_server(void)
+static const char *find_server(const rh_server *s)
 {
     const char *exe = rh_server_path();
     if (!exe)
@@ -279,7 +285,27 @@ static const char *find_server(void)
                 "$PATH, /usr/bin, /usr/local/bin).  The tests need a real "
                 "Redis: apt-get install redis-server.  This is a test "
                 "failure, not a skip.\n");
+    /* Debian's redis-sentinel is redis-server under another name, which
+     * --sentinel makes a sentinel as well. */
+    if (exe && s->opts.sentinel_conf && rh_sentinel_path())
+        exe = rh_sentinel_path();
     return exe;
+}
+
+/* The sentinel's configuration file, from opts.sentinel_conf; 0 or -1. */
+static int write_conf(const rh_server *s)
+{
+    char path[160];
+    FILE *f;
+    int ok;
+
+    snprintf(path, sizeof path, "%s/sentinel.conf", s->dir);
+    if ((f = fopen(path, "w")) == NULL) {
+        perror("redis harness: sentinel.conf");
+        return -1;
+    }
+    ok = fputs(s->opts.sentinel_conf, f) >= 0;
+    return fclose(f) == 0 && ok ? 0 : -1;
 }
 
 int rh_start(rh_server *s, const rh_opts *opts)
@@ -294,7 +320,7 @@ int rh_start(rh_server *s, const rh_opts *opts)
         s->opts.tls_cert = s->opts.tls->node;
         s->opts.tls_key = s->opts.tls->node_key;
     }
-    const char *exe = find_server();
+    const char *exe = find_server(s);
     if (!exe)
         return -1;
 
@@ -309,6 +335,11 @@ int rh_start(rh_server *s, const rh_opts *opts)
     }
     snprintf(s->sock_path, sizeof s->sock_path, "%s/redis.sock", s->dir);
     snprintf(s->log_path, sizeof s->log_path, "%s/redis.log", s->dir);
+    if (s->opts.sentinel_conf && write_conf(s) != 0) {
+        rh_remove_tree(s->dir);
+        s->dir[0] = '\0';
+        return -1;
+    }
 
     for (int attempt = 0; attempt < 20; attempt++) {
         s->port = rh_free_port();
@@ -318,7 +349,7 @@ int rh_start(rh_server *s, const rh_opts *opts)
         if (r == READY)
             return 0;
         if (r != PORT_TAKEN) {
-            print_log(s);
+            rh__print_log(s);
             break;
         }
         /* Someone took the port between our probe and the server's bind. */
@@ -399,7 +430,7 @@ int rh_start_again(rh_server *s)
 {
     if (s->pid > 0)
         return 0;
-    const char *exe = find_server();
+    const char *exe = find_server(s);
     if (!exe || !s->dir[0])
         return -1;
     /* The port was ours a moment ago; a parallel test may grab it in between,
@@ -410,7 +441,7 @@ int rh_start_again(rh_server *s)
         if (r == READY)
             return 0;
         if (r != PORT_TAKEN) {
-            print_log(s);
+            rh__print_log(s);
             return -1;
         }
         rh__sleep_ms(100);

@@ -409,6 +409,51 @@ static void tls_and_unix(void)
     lw__endpoints_free(&e);
 }
 
+/* redis[s]+sentinel://: the sentinels (port 26379 when none is given, no
+ * credentials of their own) and the master's name; the URL's credentials,
+ * database and TLS are the data nodes'. */
+static void sentinel_urls(void)
+{
+    struct lw_endpoints e;
+    char buf[256], err[512] = "";
+
+    ep_ok("redis+sentinel://u:p%40w@a:1,b,[::1]:3/my%20master?db=2",
+          LW_TOPO_SENTINEL, 3, &e);
+    check_url(&e.urls[0], "a", 1, NULL, NULL);
+    check_url(&e.urls[1], "b", LW_SENTINEL_PORT, NULL, NULL);
+    check_url(&e.urls[2], "::1", 3, NULL, NULL);
+    CHECK_EQ(e.urls[0].role, LW_URL_SENTINEL);
+    CHECK_STR(e.master_name, "my master");
+    CHECK(e.node.host == NULL);
+    CHECK_STR(e.node.user, "u");
+    CHECK_STR(e.node.password, "p@w");
+    CHECK_EQ(e.node.db, 2);
+    CHECK_EQ(e.node.role, LW_URL_MASTER);
+    CHECK(!lw__endpoints_tls(&e));
+    lw__url_describe(&e.urls[1], buf, sizeof buf);
+    CHECK_STR(buf, "sentinel redis://b:26379");
+    lw__endpoints_free(&e);
+    CHECK(e.n == 0 && e.urls == NULL && e.master_name == NULL);
+
+    ep_ok("rediss+sentinel://h:5/m", LW_TOPO_SENTINEL, 1, &e);
+    CHECK(e.urls[0].tls && e.node.tls);
+    CHECK(lw__endpoints_tls(&e));
+    CHECK_STR(e.master_name, "m");
+    lw__endpoints_free(&e);
+
+    ep_bad("redis+sentinel://a:1", "master's name is missing");
+    ep_bad("redis+sentinel://a:1/", "master's name is missing");
+    ep_bad("redis+sentinel://a:1,/m", "empty element in list");
+    ep_bad("redis+sentinel://a:0/m", "port must be 1..65535");
+    ep_bad("redis+sentinel://a:1/m?db=x", "database must be a number");
+    ep_bad("redis+sentinel://a:1/m/2", "only ?db=N may follow");
+    ep_bad("redis+sentinel://a:1/m?timeout=1", "only ?db=N may follow");
+    CHECK_RC(lw__endpoints_parse("redis+sentinel://:secret@a:0/m", &e, err,
+                                 sizeof err),
+             LW_ECONFIG);
+    CHECK_MSG(strstr(err, "secret") == NULL, "password in \"%s\"", err);
+}
+
 int main(void)
 {
     accepted();
@@ -418,6 +463,7 @@ int main(void)
     copy();
     endpoints();
     tls_and_unix();
+    sentinel_urls();
     printf("unit_url: ok\n");
     return 0;
 }
