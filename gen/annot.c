@@ -1,6 +1,8 @@
 /*
  * The REDIS_LOCK argument grammar:
  *   REDIS_LOCK(key, expire, wait [, option = value]...)
+ * and REDIS_ONCE's:
+ *   REDIS_ONCE(key, window [, option = value]...)
  * The scan hands us the arguments after macro expansion, stringized; the
  * written source is only consulted for diagnostic positions.
  */
@@ -216,10 +218,10 @@ static void locate_raw(lw_annot *a, int nexp)
     if (!src || !src->text || a->at >= src->len)
         return;
     size_t i = a->at, n = src->len;
-    static const char kw[] = "REDIS_LOCK";
-    if (n - i < sizeof kw - 1 || memcmp(src->text + i, kw, sizeof kw - 1) != 0)
+    const char *kw = a->once ? "REDIS_ONCE" : "REDIS_LOCK";
+    if (n - i < 10 || memcmp(src->text + i, kw, 10) != 0)
         return; /* invoked through a user macro: positions are that macro's */
-    i = skip_ws(src->text, n, i + sizeof kw - 1);
+    i = skip_ws(src->text, n, i + 10);
     if (i >= n || src->text[i] != '(')
         return;
     span sp[MAXARGS];
@@ -340,6 +342,18 @@ static void check_hold(const lw_annot *a, size_t off)
              (unsigned)a->opts.hold_ms, (unsigned)a->expire_ms);
 }
 
+/* Run once: a dead run's lease must end within the window it blocks, or
+ * callers would wait past the window on a run that can no longer finish
+ * (docs/weaving.md). */
+static void check_once_expire(const lw_annot *a, size_t off)
+{
+    if (a->opts.once_expire > a->window_ms && a->window_ms > 0)
+        diag(LW_DIAG_ERROR, a->src, off,
+             "expire (%u ms) is longer than the window (%u ms): a run that "
+             "died would keep the key past its window",
+             (unsigned)a->opts.once_expire, (unsigned)a->window_ms);
+}
+
 static const lw_optword modes[] = {
     {"read", 1, "LW_LOCK_READ"}, {"write", 0, NULL}, {NULL, 0, NULL}};
 
@@ -349,6 +363,7 @@ const lw_option lw_options[] = {
      .field = offsetof(lw_lockopts, max_renew),
      .def = -1,
      .range = {0, INT32_MAX},
+     .only = LW_ONLY_LOCK,
      .woven = {"max_renew", NULL}},
     {.name = "on_fail",
      .kind = LW_OPT_EXPR,
@@ -356,22 +371,26 @@ const lw_option lw_options[] = {
      .needs_result = 1},
     {.name = "skip_if",
      .kind = LW_OPT_EXPR,
-     .field = offsetof(lw_func, skip_if)},
+     .field = offsetof(lw_func, skip_if),
+     .only = LW_ONLY_LOCK},
     {.name = "hold_at_least",
      .kind = LW_OPT_DURATION,
      .field = offsetof(lw_lockopts, hold_ms),
      .check = check_hold,
+     .only = LW_ONLY_LOCK,
      .woven = {"hold_at_least_ms", "u"}},
     {.name = "permits",
      .kind = LW_OPT_INT,
      .field = offsetof(lw_lockopts, permits),
      .range = {1, LW_PERMITS_MAX},
      .check = check_permits,
+     .only = LW_ONLY_LOCK,
      .woven = {"permits", "u"}},
     {.name = "mode",
      .kind = LW_OPT_WORD,
      .field = offsetof(lw_lockopts, read),
      .words = modes,
+     .only = LW_ONLY_LOCK,
      .woven = {"flags", NULL}},
     /* The call asks for the lock on this loop and returns; the body runs
      * there once it is held.  One lease takes all of a function's keys, on
@@ -381,7 +400,27 @@ const lw_option lw_options[] = {
      .field = offsetof(lw_func, loop),
      .void_only = "its call returns before the body runs",
      .type = "lw_loop *",
-     .agree = 1},
+     .agree = 1,
+     .only = LW_ONLY_LOCK},
+    /* REDIS_ONCE's: the mark's lease while a run goes (default 30 s, at
+     * most the window), how long a caller waits for a run's outcome, and
+     * when a run that returned failed (the key then free for a retry). */
+    {.name = "expire",
+     .kind = LW_OPT_DURATION,
+     .field = offsetof(lw_lockopts, once_expire),
+     .range = {1, 0},
+     .check = check_once_expire,
+     .only = LW_ONLY_ONCE},
+    {.name = "wait",
+     .kind = LW_OPT_DURATION,
+     .field = offsetof(lw_lockopts, once_wait),
+     .only = LW_ONLY_ONCE},
+    {.name = "failed_if",
+     .kind = LW_OPT_EXPR,
+     .field = offsetof(lw_func, failed_if),
+     .needs_result = 1,
+     .cond = 1,
+     .only = LW_ONLY_ONCE},
     {.name = NULL},
 };
 
@@ -466,6 +505,12 @@ static void parse_value(lw_annot *a, int i, int k, const char *v, size_t len)
     free(val);
 }
 
+/* Whether a (REDIS_LOCK or REDIS_ONCE) takes option o. */
+static int takes(const lw_annot *a, const lw_option *o)
+{
+    return o->only == 0 || o->only == (a->once ? LW_ONLY_ONCE : LW_ONLY_LOCK);
+}
+
 /* The index in lw_options of the option named name[0..len), or -1. */
 static int find_option(const char *name, size_t len)
 {
@@ -481,10 +526,12 @@ static void report_unknown(const lw_annot *a, int i, const char *name,
 {
     lw_buf known = {0};
     for (int k = 0; lw_options[k].name; k++)
-        buf_printf(&known, "%s%s", k ? ", " : "", lw_options[k].name);
+        if (takes(a, &lw_options[k]))
+            buf_printf(&known, "%s%s", known.len ? ", " : "",
+                       lw_options[k].name);
     diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, i),
-         "unknown REDIS_LOCK option '%.*s' (known: %s)", (int)len, name,
-         known.p);
+         "unknown %s option '%.*s' (known: %s)",
+         a->once ? "REDIS_ONCE" : "REDIS_LOCK", (int)len, name, known.p);
     buf_free(&known);
 }
 
@@ -520,7 +567,14 @@ static void parse_option(lw_annot *a, int i, const char *o, size_t len)
         return;
     }
     int k = find_option(o, nlen);
-    if (k < 0) {
+    if (k >= 0 && a->once && lw_options[k].field == offsetof(lw_func, loop) &&
+        lw_options[k].kind == LW_OPT_EXPR) {
+        diag(LW_DIAG_ERROR, a->src, annot_arg_off(a, i),
+             "REDIS_ONCE does not take loop = yet: run once blocks its "
+             "caller; call the function from a worker thread instead");
+        return;
+    }
+    if (k < 0 || !takes(a, &lw_options[k])) {
         report_unknown(a, i, o, nlen);
         return;
     }
@@ -543,7 +597,7 @@ static void parse_option(lw_annot *a, int i, const char *o, size_t len)
  * are written. */
 static void check_options(const lw_annot *a, int nargs)
 {
-    for (int i = 3; i < nargs; i++)
+    for (int i = a->once ? 2 : 3; i < nargs; i++)
         for (int k = 0; lw_options[k].name; k++)
             if (a->given[k] == i && lw_options[k].check)
                 lw_options[k].check(a, annot_arg_off(a, i));
@@ -561,6 +615,32 @@ static void parse_key(lw_annot *a, const char *s, span sp)
         a->key = buf_take(&key);
     }
     buf_free(&key);
+}
+
+/* The default lease of a run's mark, at most the window. */
+#define ONCE_EXPIRE_MS 30000u
+
+/* REDIS_ONCE(key, window [, option = value]...): sp[0..cnt) split. */
+static int once_parse(lw_annot *a, const char *s, const span *sp, int cnt,
+                      int errs)
+{
+    if (cnt < 2) {
+        diag(LW_DIAG_ERROR, a->src, a->at,
+             "REDIS_ONCE needs a key and a window: "
+             "REDIS_ONCE(\"order:{id}\", 10m)");
+        return -1;
+    }
+    parse_key(a, s, sp[0]);
+    parse_duration(a, 1, "window", s + sp[1].b, sp[1].e - sp[1].b, 0,
+                   &a->window_ms);
+    for (int i = 2; i < cnt; i++)
+        parse_option(a, i, s + sp[i].b, sp[i].e - sp[i].b);
+    check_options(a, cnt);
+    a->expire_ms = a->opts.once_expire > 0 ? (uint32_t)a->opts.once_expire
+                   : a->window_ms < ONCE_EXPIRE_MS ? a->window_ms
+                                                   : ONCE_EXPIRE_MS;
+    a->wait_ms = (uint32_t)a->opts.once_wait;
+    return diag_errors() == errs ? 0 : -1;
 }
 
 int annot_parse(lw_annot *a)
@@ -582,6 +662,8 @@ int annot_parse(lw_annot *a)
         return -1;
     }
     locate_raw(a, cnt);
+    if (a->once)
+        return once_parse(a, s, sp, cnt, errs);
     if (cnt < 3) {
         diag(LW_DIAG_ERROR, a->src, a->at,
              "REDIS_LOCK needs a key, an expire time and a wait time: "

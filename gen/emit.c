@@ -33,7 +33,18 @@ static const wrapper_use wrapper_uses[] = {
     {"lw_guard_leave_all", "<lockweave.h>"},
     {"lw_guard_cleanup", "<lockweave.h>"},
     {"lw_set_last_error", "<lockweave.h>"},
+    {"lw_last_error", "<lockweave.h>"},
+    {"lw_once_done_i64", "<lockweave.h>"},
+    {"lw_once_done_u64", "<lockweave.h>"},
+    {"lw_once_done_double", "<lockweave.h>"},
+    {"lw_once_done_void", "<lockweave.h>"},
+    {"lw_once_outcome_i64", "<lockweave.h>"},
+    {"lw_once_outcome_u64", "<lockweave.h>"},
+    {"lw_once_outcome_double", "<lockweave.h>"},
+    /* REDIS_ONCE's wrapper declares it, for failed_if */
+    {"lw_result", "the wrapper of a REDIS_ONCE function"},
     {"LW_OK", "<lockweave.h>"},
+    {"LW_EDONE", "<lockweave.h>"},
     {"LW_LOCK_READ", "<lockweave.h>"},
     {"int64_t", "<stdint.h>"},
     {"uint64_t", "<stdint.h>"},
@@ -264,8 +275,8 @@ static void put_lock_options(lw_buf *b, const lw_lockopts *v)
         if (o->kind == LW_OPT_EXPR)
             continue; /* the wrapper's code, not the lock's */
         int64_t x = lockopt_get(v, o);
-        if (x == 0 && o->def == 0)
-            continue;
+        if ((x == 0 && o->def == 0) || o->woven.field == NULL)
+            continue; /* no field: REDIS_ONCE's expire and wait */
         buf_printf(b, ", .%s = ", o->woven.field);
         if (o->kind == LW_OPT_WORD)
             buf_puts(b, word_c(o, x));
@@ -273,6 +284,61 @@ static void put_lock_options(lw_buf *b, const lw_lockopts *v)
             buf_printf(b, "%lld%s", (long long)x,
                        o->woven.suffix ? o->woven.suffix : "");
     }
+}
+
+/* The names of f's REDIS_ONCE store: the type its result is kept as, and
+ * the suffix of lw_once_done_ and lw_once_outcome_. */
+static const char *store_type(const lw_func *f)
+{
+    return f->store == LW_STORE_I64   ? "int64_t"
+           : f->store == LW_STORE_U64 ? "uint64_t"
+                                      : "double";
+}
+
+static const char *store_suffix(const lw_func *f)
+{
+    return f->store == LW_STORE_I64   ? "i64"
+           : f->store == LW_STORE_U64 ? "u64"
+                                      : "double";
+}
+
+/* REDIS_ONCE's enter, for a result it stores: LW_EDONE returns the first
+ * run's, read back as the return type (exact: it was stored from one). */
+static void put_once_enter(lw_buf *wr, const lw_func *f, const char *retstmt)
+{
+    buf_printf(wr,
+               "    if (lw_guard_enter(&lw__g) != LW_OK) {\n"
+               "        %s lw__v; /* LW_EDONE: an earlier run's result */\n"
+               "        if (lw_last_error() == LW_EDONE &&\n"
+               "            lw_once_outcome_%s(&lw__g, &lw__v) == LW_OK)\n"
+               "            return (",
+               store_type(f), store_suffix(f));
+    lw_buf t = {0};
+    put_decl(&t, &f->ret_decl, "");
+    while (t.len > 0 && t.p[t.len - 1] == ' ')
+        t.p[--t.len] = '\0'; /* "int " as a cast: (int) */
+    buf_printf(wr, "%s)lw__v;\n        %s\n    }\n", t.p, retstmt);
+    buf_free(&t);
+}
+
+/* After REDIS_ONCE's body: its result stored (unless failed_if says the
+ * run failed: the key is then free for a retry), the mark left. */
+static void put_once_leave(lw_buf *wr, const lw_func *f)
+{
+    const char *indent = "    ";
+
+    if (f->failed_if.text) {
+        buf_puts(wr, "    if (!(");
+        put_user_expr(wr, &f->failed_if);
+        buf_puts(wr, "    ))\n");
+        indent = "        ";
+    }
+    if (f->ret == LW_RET_VOID || f->store == LW_STORE_NONE)
+        buf_printf(wr, "%slw_once_done_void(&lw__g);\n", indent);
+    else
+        buf_printf(wr, "%slw_once_done_%s(&lw__g, (%s)lw_result);\n", indent,
+                   store_suffix(f), store_type(f));
+    buf_puts(wr, "    lw_guard_leave(&lw__g);\n");
 }
 
 /* The wrapper up to the body's call: options, guards, skip_if, keys, and
@@ -301,6 +367,8 @@ static void put_locks(lw_buf *wr, const lw_func *f, const char *retstmt)
         buf_printf(wr, " = {.expire_ms = %uu, .wait_ms = %uu", l->expire_ms,
                    l->wait_ms);
         put_lock_options(wr, &l->opts);
+        if (f->once_window_ms > 0)
+            buf_printf(wr, ", .once_window_ms = %uu", f->once_window_ms);
         if (has_sites(f)) {
             buf_puts(wr, ", .site = &");
             site_name(wr, f, i);
@@ -341,6 +409,11 @@ static void put_locks(lw_buf *wr, const lw_func *f, const char *retstmt)
     }
     if (loop)
         return;
+    if (f->once_window_ms > 0 && f->store != LW_STORE_NONE &&
+        f->ret != LW_RET_VOID) {
+        put_once_enter(wr, f, retstmt);
+        return;
+    }
     if (n == 1)
         buf_printf(wr, "    if (lw_guard_enter(&lw__g) != LW_OK)\n        %s\n",
                    retstmt);
@@ -537,7 +610,7 @@ void emit_func(const lw_func *f, lw_woven *out)
 
     buf_printf(&wr, "\n/* %s():", name);
     for (int i = 0; i < f->nlocks; i++) {
-        buf_puts(&wr, " REDIS_LOCK(");
+        buf_puts(&wr, f->once_window_ms > 0 ? " REDIS_ONCE(" : " REDIS_LOCK(");
         put_comment_text(&wr, f->locks[i].annot);
         buf_putc(&wr, ')');
     }
@@ -561,6 +634,18 @@ void emit_func(const lw_func *f, lw_woven *out)
     if (f->loop.text) {
         put_loop_call(&wr, f);
         buf_puts(&wr, "}\n");
+    } else if (f->once_window_ms > 0) {
+        buf_put(&wr, lift.p, lift.len);
+        buf_puts(&wr, "    ");
+        if (f->ret != LW_RET_VOID) {
+            put_decl(&wr, &f->ret_decl, "lw_result");
+            buf_puts(&wr, " = ");
+        }
+        buf_printf(&wr, "%s\n", call.p);
+        buf_put(&wr, restore.p, restore.len);
+        put_once_leave(&wr, f);
+        buf_puts(&wr,
+                 f->ret == LW_RET_VOID ? "}\n" : "    return lw_result;\n}\n");
     } else {
         buf_put(&wr, lift.p, lift.len);
         buf_puts(&wr, "    ");

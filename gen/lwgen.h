@@ -80,6 +80,8 @@ unsigned src_line(const lw_src *src, size_t off);
 /* ---- annot.c ---------------------------------------------------------- */
 
 #define LW_ANNOT_PREFIX "lockweave:REDIS_LOCK:"
+/* REDIS_ONCE's: as long, so that the arguments start at the same place. */
+#define LW_ONCE_PREFIX "lockweave:REDIS_ONCE:"
 
 /* The most options lw_options (below) may list: lw_annot has a slot for
  * each. */
@@ -89,6 +91,7 @@ typedef struct lw_annot {
     char *text;        /* the expanded argument text */
     const lw_src *src; /* file holding the REDIS_LOCK token */
     size_t at;         /* its offset */
+    int once;          /* a REDIS_ONCE, not a REDIS_LOCK */
 
     /* Raw source positions of the written arguments, used when the written
      * and expanded argument counts agree (no argument macro produced a
@@ -104,7 +107,8 @@ typedef struct lw_annot {
     char *key;
     size_t keylen;
     uint32_t expire_ms, wait_ms;
-    lw_lockopts opts; /* the lock options: as given, else their defaults */
+    uint32_t window_ms; /* REDIS_ONCE's window */
+    lw_lockopts opts;   /* the lock options: as given, else their defaults */
     /* By index in lw_options: the argument giving each option (-1: not
      * given), and the text of an LW_OPT_EXPR's (NULL: not given). */
     int given[LW_OPTIONS_MAX];
@@ -159,6 +163,11 @@ typedef struct lw_option {
     /* LW_OPT_EXPR: it may be given on several annotations of one function,
      * when all give the same text (one per function otherwise). */
     int agree;
+    /* Which annotation takes it: LW_ONLY_LOCK, LW_ONLY_ONCE, 0 both. */
+    int only;
+    /* LW_OPT_EXPR: a condition the wrapper tests (failed_if), which the
+     * compiler checks there, under the annotation's #line: no ret_check. */
+    int cond;
     /* How a lock option is woven into the wrapper's lw_lock_opts
      * initializer: ", .<field> = <value>", a number followed by suffix
      * ("u" for an unsigned field; NULL: none).  It is left out while it
@@ -167,6 +176,8 @@ typedef struct lw_option {
         const char *field, *suffix;
     } woven;
 } lw_option;
+
+enum { LW_ONLY_LOCK = 1, LW_ONLY_ONCE = 2 };
 
 /* The options, ended by an entry with a NULL name, in the order messages
  * list them and the wrapper's lw_lock_opts initializers write them. */

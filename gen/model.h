@@ -57,6 +57,11 @@ typedef struct lw_expr {
  * the body does not run (without on_fail: 0, or (T){0} for a struct). */
 enum lw_ret { LW_RET_VOID, LW_RET_SCALAR, LW_RET_RECORD };
 
+/* How REDIS_ONCE stores a result for the window's later callers: exactly,
+ * as lw_once_done_i64(), _u64(), _double(); or not at all (they get
+ * on_fail). */
+enum lw_store { LW_STORE_NONE, LW_STORE_I64, LW_STORE_U64, LW_STORE_DOUBLE };
+
 /* The options of one REDIS_LOCK that its lw_lock_opts carries: a field
  * for each of those entries of the option table (lw_options, in annot.c),
  * which says how the option is written, checked and woven.  One type for
@@ -66,6 +71,9 @@ typedef struct lw_lockopts {
     int64_t hold_ms;   /* hold_at_least; 0: none */
     int64_t permits;   /* a semaphore's; 0: a mutex */
     int64_t read;      /* mode = read */
+    /* REDIS_ONCE's expire and wait (0: their defaults), which become the
+     * lockspec's expire_ms and wait_ms. */
+    int64_t once_expire, once_wait;
 } lw_lockopts;
 
 /* One REDIS_LOCK of the function: a key and its options. */
@@ -121,6 +129,11 @@ typedef struct lw_func {
     lw_lockspec *locks;
     int nlocks;
     lw_expr on_fail, skip_if;
+    /* REDIS_ONCE (its one annotation is locks[0]): its window, 0 for
+     * REDIS_LOCK; how the result is stored; failed_if. */
+    uint32_t once_window_ms;
+    enum lw_store store;
+    lw_expr failed_if;
     /* The event loop the body runs on (loop = EXPR): the call only asks
      * for the lock, and the body runs later, on that loop, with the
      * arguments kept; on_fail is then what runs in its place. */

@@ -129,7 +129,7 @@ static int parse_include(const char *p, char **name, char *close)
 
 static int mentions(prescan *ps, const char *path, const char *text)
 {
-    if (strstr(text, "REDIS_LOCK"))
+    if (strstr(text, "REDIS_LOCK") || strstr(text, "REDIS_ONCE"))
         return 1;
     const char *slash = strrchr(path, '/');
     char *dir = xstrndup(path, slash ? (size_t)(slash - path) : 0);

@@ -155,7 +155,9 @@ static int is_lockweave_attr(CXCursor c)
         return 0;
     CXString s = clang_getCursorSpelling(c);
     int r = strncmp(clang_getCString(s), LW_ANNOT_PREFIX,
-                    sizeof LW_ANNOT_PREFIX - 1) == 0;
+                    sizeof LW_ANNOT_PREFIX - 1) == 0 ||
+            strncmp(clang_getCString(s), LW_ONCE_PREFIX,
+                    sizeof LW_ONCE_PREFIX - 1) == 0;
     clang_disposeString(s);
     return r;
 }
@@ -1152,6 +1154,75 @@ cleanup:
  * definition def, annotated with as[0..na); ad: the declaration they are
  * written on, when not on def.  0, or -1 after reporting errors (f then
  * holds what was filled in). */
+/* How REDIS_ONCE stores a result of canonical type kind rk: integers up
+ * to 64 bits, enums and bool exactly as integers, float and double as
+ * doubles; anything else (a struct, a pointer, long double) not at all. */
+static enum lw_store store_of(enum CXTypeKind rk)
+{
+    switch (rk) {
+    case CXType_Bool:
+    case CXType_Char_U:
+    case CXType_UChar:
+    case CXType_UShort:
+    case CXType_UInt:
+    case CXType_ULong:
+    case CXType_ULongLong:
+        return LW_STORE_U64;
+    case CXType_Char_S:
+    case CXType_SChar:
+    case CXType_Short:
+    case CXType_Int:
+    case CXType_Long:
+    case CXType_LongLong:
+    case CXType_Enum:
+        return LW_STORE_I64;
+    case CXType_Float:
+    case CXType_Double:
+        return LW_STORE_DOUBLE;
+    default:
+        return LW_STORE_NONE;
+    }
+}
+
+/* REDIS_ONCE's rules (docs/weaving.md): alone on its function, and a
+ * result it cannot store needs on_fail, or the window's later callers
+ * would get a zero value that looks like a result.  0 or -1. */
+static int model_once(CXType fn, const lw_annot *as, int na, lw_func *f)
+{
+    int once = -1;
+    for (int i = 0; i < na; i++)
+        if (as[i].once)
+            once = i;
+    if (once < 0)
+        return 0;
+    if (na > 1) {
+        const lw_annot *other = &as[once == 0 ? 1 : 0];
+        diag(LW_DIAG_ERROR, other->src, other->at,
+             "'%s' has REDIS_ONCE and another annotation: REDIS_ONCE stands "
+             "alone; put the lock on a function the body calls",
+             f->name);
+        return -1;
+    }
+    f->once_window_ms = as[once].window_ms;
+    f->store = store_of(clang_getCanonicalType(clang_getResultType(fn)).kind);
+    if (f->ret != LW_RET_VOID && f->store == LW_STORE_NONE &&
+        !f->on_fail.text) {
+        lw_buf rt = {0};
+        if (decl_print(&rt, clang_getResultType(fn), "") != 0) {
+            rt.len = 0;
+            buf_puts(&rt, "its type");
+        }
+        diag(LW_DIAG_ERROR, as[once].src, as[once].at,
+             "REDIS_ONCE on '%s', which returns '%s': only integers, enums, "
+             "bool, float and double are stored for the window's later "
+             "callers; give on_fail = what they get",
+             f->name, rt.p);
+        buf_free(&rt);
+        return -1;
+    }
+    return 0;
+}
+
 static int model_func(walk *w, CXCursor def, const lw_annot *as, int na,
                       const annotated_decl *ad, lw_func *f)
 {
@@ -1170,6 +1241,8 @@ static int model_func(walk *w, CXCursor def, const lw_annot *as, int na,
     model_exprs(as, na, f, giver);
     check_param_names(w, def, fn, ad, f);
     check_void(fn, f, giver);
+    if (rc == 0 && diag_errors() == errs)
+        rc = model_once(fn, as, na, f);
     /* A bad key or option stops here, after all of them are reported. */
     if (rc != 0 || diag_errors() != errs)
         return -1;
@@ -1179,7 +1252,7 @@ static int model_func(walk *w, CXCursor def, const lw_annot *as, int na,
     for (int k = 0; lw_options[k].name; k++)
         if (giver[k] && lw_options[k].type)
             add_ret_check(w, fn, f, giver[k], k, CHECK_TYPE);
-        else if (giver[k] && lw_options[k].needs_result)
+        else if (giver[k] && lw_options[k].needs_result && !lw_options[k].cond)
             add_ret_check(w, fn, f, giver[k], k,
                           f->loop.text ? CHECK_VOID : CHECK_RETURN);
     return 0;
@@ -1442,6 +1515,10 @@ static int parse_locks(const fn_attrs *fa, lw_annot *as, int *ok)
         if (dup)
             continue;
         memset(&as[na], 0, sizeof as[na]);
+        _Static_assert(sizeof LW_ANNOT_PREFIX == sizeof LW_ONCE_PREFIX,
+                       "the arguments start at one place");
+        as[na].once = strncmp(fa->text[i], LW_ONCE_PREFIX,
+                              sizeof LW_ONCE_PREFIX - 1) == 0;
         as[na].text = xstrdup(fa->text[i] + sizeof LW_ANNOT_PREFIX - 1);
         as[na].src = fa->src[i];
         as[na].at = fa->off[i];

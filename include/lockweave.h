@@ -81,6 +81,18 @@ extern "C" {
 #define LW__CAT(a, b)   LW__CAT2(a, b)
 #define REDIS_LOCK(...) LW__CAT(LW__ANNOT_, LW__MODE)(__VA_ARGS__)
 
+/*
+ * REDIS_ONCE(key, window [, expire = D, wait = D, failed_if = EXPR,
+ *            on_fail = EXPR])
+ *
+ * Across hosts, the body runs at most once per expanded key within window
+ * (from the first run's start) while Redis keeps the mark; the window's
+ * other callers get the first run's return value, lw_last_error() LW_EDONE.
+ * Same modes as REDIS_LOCK, so an unwoven build fails as REDIS_LOCK's does.
+ * docs/weaving.md has the rules.
+ */
+#define REDIS_ONCE(...) LW__CAT(LW__ONCE_, LW__MODE)(__VA_ARGS__)
+
 /* The arguments are macro-expanded before they are stringized (one extra
  * macro level), so REDIS_LOCK(STOCK_KEY, LOCK_TTL, 0) reaches the generator
  * with the values, not the names. */
@@ -88,12 +100,20 @@ extern "C" {
 #define LW__XSTR(...) LW__STR(__VA_ARGS__)
 #define LW__ANNOT_LW__MODE_SCAN(...)                                           \
     __attribute__((annotate("lockweave:REDIS_LOCK:" LW__XSTR(__VA_ARGS__))))
+#define LW__ONCE_LW__MODE_SCAN(...)                                            \
+    __attribute__((annotate("lockweave:REDIS_ONCE:" LW__XSTR(__VA_ARGS__))))
 #define LW__ANNOT_LW__MODE_WOVEN(...)
+#define LW__ONCE_LW__MODE_WOVEN(...)
 #define LW__ANNOT_LW__MODE_UNPARSED(...)                                       \
     _Pragma("GCC error \"REDIS_LOCK in a file lockweave-gen compiled without \
 parsing: it found no REDIS_LOCK in the file or in the headers it could read \
 (the annotation comes from a header outside them, or its name is pasted \
 together); write REDIS_LOCK in this file, a comment is enough\"")
+#define LW__ONCE_LW__MODE_UNPARSED(...)                                        \
+    _Pragma("GCC error \"REDIS_ONCE in a file lockweave-gen compiled without \
+parsing: it found no REDIS_LOCK or REDIS_ONCE in the file or in the headers \
+it could read (the annotation comes from a header outside them, or its name \
+is pasted together); write REDIS_ONCE in this file, a comment is enough\"")
 
 #if defined(__has_attribute)
 #if __has_attribute(retain)
@@ -123,6 +143,7 @@ extern const char
     LW__KEEP static const char *const LW__UNIQUE(lw__unwoven_)[2] = {          \
         &lockweave_generate_was_not_run_on_this_file_see_lockweave_generate_in_cmake, \
         &or_without_cmake_compile_it_with_lockweave_gen_launch_see_lockweave_h};
+#define LW__ONCE_LW__MODE(...) LW__ANNOT_LW__MODE(__VA_ARGS__)
 
 /* ------------------------------------------------------------------------ */
 /* Errors                                                                   */
@@ -389,6 +410,11 @@ typedef struct lw_lock_opts {
                                   LW_EINVAL); 0: a mutex */
     lw_site *site; /* metrics: where this lock is taken (registered on first
                       use if it is not yet); NULL: "unannotated" */
+    uint32_t once_window_ms; /* > 0: run once (REDIS_ONCE), not a lock: the
+                                key is a mark the body runs under at most
+                                once in this window (see lw_once_done_i64());
+                                expire_ms <= it, no permits, flags or hold;
+                                guards only (lw_guard_enter()) */
 } lw_lock_opts;
 
 /* lw_lock_opts.flags: a read lock, shared with other readers; writers (the
@@ -486,6 +512,29 @@ LW_API void lw_guard_cleanup(lw_guard *g);
 
 /* For the woven wrapper: record a status in lw_last_error() (skip_if).  */
 LW_API void lw_set_last_error(int code);
+
+/*
+ * Run once (REDIS_ONCE): a guard whose options set once_window_ms.  Its
+ * lw_guard_enter() returns LW_OK when this call is to run the body (the
+ * mark is its lease until lw_guard_leave()), LW_EDONE when a run within
+ * the window already returned (its outcome read below), LW_ETIMEOUT when a
+ * run still going did not end within wait_ms, or another error.
+ */
+
+/* After a body that succeeded, before lw_guard_leave(): store its result
+ * (exactly: decimal integers, a double as %.17g) for the window's other
+ * callers.  Leaving without one of these is a failed run: the mark is
+ * removed and the next caller (a waiting one first) runs the body. */
+LW_API void lw_once_done_i64(lw_guard *g, int64_t v);
+LW_API void lw_once_done_u64(lw_guard *g, uint64_t v);
+LW_API void lw_once_done_double(lw_guard *g, double v);
+LW_API void lw_once_done_void(lw_guard *g); /* succeeded, no value kept */
+
+/* After lw_guard_enter() returned LW_EDONE: the first run's result.  LW_OK
+ * with *v set, or LW_EINVAL when it was stored as another type (or none). */
+LW_API int lw_once_outcome_i64(const lw_guard *g, int64_t *v);
+LW_API int lw_once_outcome_u64(const lw_guard *g, uint64_t *v);
+LW_API int lw_once_outcome_double(const lw_guard *g, double *v);
 
 /* Short form for hand-written code: init + key bytes + enter. */
 LW_API int lw_lock(lw_guard *g, const char *key, size_t keylen,

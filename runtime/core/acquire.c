@@ -206,6 +206,13 @@ static int send_take(struct attempt *a, struct lw_script *script,
     } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
                r->element[0]->type == REDIS_REPLY_INTEGER &&
                r->element[0]->integer == 0 &&
+               r->element[1]->type == REDIS_REPLY_STRING &&
+               l->kind->done != NULL &&
+               l->kind->done(l, r->element[1]->str, r->element[1]->len)) {
+        rc = LW_EDONE; /* a finished run's outcome, now in l */
+    } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+               r->element[0]->type == REDIS_REPLY_INTEGER &&
+               r->element[0]->integer == 0 &&
                r->element[1]->type == REDIS_REPLY_STRING) {
         /* "n:<N>" or "type:<type>" (the logger escapes it). */
         int permits = (flags & LW_KIND_PERMITS) != 0;

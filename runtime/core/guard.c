@@ -21,6 +21,7 @@
 #include "core/guard.h"
 #include "core/kind.h"
 #include "core/lease.h"
+#include "core/outcome.h"
 #include "core/take.h"
 
 /* lw_lock_opts as 0.1.0 has it ends at permits: lw_guard_init() and
@@ -50,6 +51,7 @@ void lw_guard_init_sized(lw_guard *gu, const lw_lock_opts *opts,
     g->fence = 0;
     g->leased = NULL;
     g->lease.lost = 0;
+    lw__outcome_forget(&g->lease);
     g->key_start = g->keylen;
     lw__gate_exit();
 }
@@ -170,6 +172,11 @@ int lw_guard_enter(lw_guard *gu)
      * for itself (other readers may hold it too): refused, not deadlocked. */
     if (o != NULL && (o->opts.flags & LW_LOCK_READ) &&
         !(g->opts.flags & LW_LOCK_READ)) {
+        rc = LW_EINVAL;
+    } else if (o != NULL &&
+               (o->opts.once_window_ms > 0 || g->opts.once_window_ms > 0)) {
+        /* Run once under its own run would wait for an outcome it is
+         * making, and a lock is not a run's mark: refused, not deadlocked. */
         rc = LW_EINVAL;
     } else if (o != NULL) {
         g->state = LW_G_REENTERED;

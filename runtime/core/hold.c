@@ -11,6 +11,7 @@
 #include "base/numfmt.h"
 #include "base/stats.h"
 #include "core/kind.h"
+#include "core/outcome.h"
 
 void lw__hold_init(struct lw_hold *l, const struct lw_backend *be,
                    const struct lw_settings *cfg, const char *key,
@@ -46,6 +47,8 @@ void lw__hold_init(struct lw_hold *l, const struct lw_backend *be,
     l->site = lw__site_of(opts);
     l->waited_us = 0;
     l->acquired_us = 0;
+    l->window_ms = opts->once_window_ms;
+    lw__outcome_forget(l);
 }
 
 void lw__hold_contended(struct lw_hold *l)

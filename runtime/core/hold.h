@@ -58,6 +58,8 @@ struct lw_hold {
     uint64_t waited_us;      /* time spent waiting for it while busy */
     int64_t acquired_us;     /* when it was had (our clock), for the hold
                                 time the metrics record at its release */
+    uint32_t window_ms;      /* run once: the mark's window; 0 for a lock (its
+                                outcome is per thread: core/once.h) */
 };
 
 /* Prepare l for taking key (not copied: it must outlive l; its first

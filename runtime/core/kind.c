@@ -3,11 +3,15 @@
 
 #include <stddef.h>
 
-const struct lw_kind *const lw__kinds[] = {&lw__kind_mutex, &lw__kind_read,
-                                           &lw__kind_sem, NULL};
+/* Run once first: its done mark is a string the mutex would take for a
+ * token. */
+const struct lw_kind *const lw__kinds[] = {&lw__kind_once, &lw__kind_mutex,
+                                           &lw__kind_read, &lw__kind_sem, NULL};
 
 const struct lw_kind *lw__kind_for(const lw_lock_opts *opts)
 {
+    if (opts->once_window_ms > 0)
+        return &lw__kind_once;
     if (opts->permits > 0)
         return &lw__kind_sem;
     return (opts->flags & LW_LOCK_READ) ? &lw__kind_read : &lw__kind_mutex;

@@ -69,11 +69,16 @@ struct lw_kind {
     /* lockweave-ctl: does a lock key whose GET was answered so hold a lock
      * of this kind? */
     int (*owns)(const redisReply *get);
+    /* A take answered {0, v} (the key held as something else): is v this
+     * kind's finished outcome (run once's done mark)?  Then it is kept in
+     * l (lw_hold.outcome) and the take ends LW_EDONE.  NULL: never. */
+    int (*done)(struct lw_hold *l, const char *v, size_t len);
 };
 
 extern const struct lw_kind lw__kind_mutex; /* kind_mutex.c */
 extern const struct lw_kind lw__kind_read;  /* kind_read.c */
 extern const struct lw_kind lw__kind_sem;   /* kind_sem.c */
+extern const struct lw_kind lw__kind_once;  /* kind_once.c */
 
 /* Every kind, NULL-terminated (kind.c): for tools that tell them apart. */
 extern const struct lw_kind *const lw__kinds[];

@@ -161,8 +161,8 @@ int lw__lease_args(const void *const *keys, const size_t *keylens, int n,
 {
     if (keys == NULL || keylens == NULL || opts == NULL || n < 1 ||
         n > KEYS_MAX || lw__struct_in(o, sizeof *o, opts, opts_size) != 0 ||
-        lw__opts_check(o) != LW_OK)
-        return LW_EINVAL;
+        lw__opts_check(o) != LW_OK || o->once_window_ms > 0)
+        return LW_EINVAL; /* run once: only a guard keeps its outcome */
     for (int i = 0; i < n; i++)
         if (keys[i] == NULL || keylens[i] == 0 || keylens[i] > LW_KEY_MAX)
             return LW_EINVAL;

@@ -41,7 +41,8 @@ int lw_guard_enter_all(lw_guard **g, int n)
     if (g == NULL || n < 1 || n > MULTI_MAX)
         return lw__thread()->last_error = LW_EINVAL;
     for (i = 0; i < n; i++)
-        if (g[i] == NULL || lw__gimpl(g[i])->state != LW_G_INIT)
+        if (g[i] == NULL || lw__gimpl(g[i])->state != LW_G_INIT ||
+            lw__gimpl(g[i])->opts.once_window_ms > 0) /* run once: alone */
             rc = LW_EINVAL;
         else if (lw__gimpl(g[i])->opts.wait_ms < wait_ms)
             wait_ms = lw__gimpl(g[i])->opts.wait_ms;

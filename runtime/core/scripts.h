@@ -26,5 +26,10 @@ extern struct lw_script lw__script_rw_renew; /* one lease */
 extern struct lw_script lw__script_sem_leave; /* a permit, by its key alone */
 extern struct lw_script lw__script_rw_leave;  /* a reader, by its set */
 extern struct lw_script lw__script_rw_mark;   /* a read lock's key alone */
+/* Run once (REDIS_ONCE, kind_once.c): a mark taken as a mutex, which a run
+ * that succeeded turns into its outcome. */
+extern struct lw_script lw__script_once_try;
+extern struct lw_script lw__script_once_enqueue;
+extern struct lw_script lw__script_once_done;
 
 #endif

@@ -9,6 +9,12 @@
 
 int lw__opts_check(const lw_lock_opts *o)
 {
+    /* Run once: a mark, not a lock of any other kind, and a dead run's
+     * lease may not outlast the window it blocks. */
+    if (o->once_window_ms > 0 &&
+        (o->permits > 0 || o->flags != 0 || o->hold_at_least_ms > 0 ||
+         o->expire_ms > o->once_window_ms))
+        return LW_EINVAL;
     if (o->expire_ms == 0 || o->hold_at_least_ms > o->expire_ms ||
         o->permits > LW_PERMITS_MAX || (o->flags & ~LW_LOCK_READ) != 0 ||
         ((o->flags & LW_LOCK_READ) && o->permits > 0))

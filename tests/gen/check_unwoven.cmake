@@ -1,10 +1,11 @@
 # An annotated file compiled and linked without weaving must fail at link
 # time, at -O0 and at -O2, with symbols that say what to do with CMake
 # (lockweave_generate) and without (lockweave-gen --launch).  So must a file
-# that only includes a header with an annotated declaration (declared.c).
+# that only includes a header with an annotated declaration (declared.c),
+# and one with REDIS_ONCE (once.c).
 file(MAKE_DIRECTORY "${OUT_DIR}")
 get_filename_component(dir "${INPUT}" DIRECTORY)
-foreach(input "${INPUT}" "${dir}/declared.c")
+foreach(input "${INPUT}" "${dir}/declared.c" "${dir}/once.c")
   get_filename_component(name "${input}" NAME_WE)
   foreach(opt -O0 -O2)
     execute_process(

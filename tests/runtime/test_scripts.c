@@ -105,7 +105,9 @@ int main(void)
             &lw__script_sem_release, &lw__script_sem_renew,
             &lw__script_sem_leave,   &lw__script_rw_enqueue,
             &lw__script_rw_release,  &lw__script_rw_renew,
-            &lw__script_rw_leave,    &lw__script_rw_mark};
+            &lw__script_rw_leave,    &lw__script_rw_mark,
+            &lw__script_once_try,    &lw__script_once_enqueue,
+            &lw__script_once_done};
         for (size_t i = 0; i < sizeof all / sizeof *all; i++)
             check_sha(all[i]);
     }
