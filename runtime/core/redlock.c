@@ -113,13 +113,18 @@ static int replicated(struct lw_masters *m, const struct lw_hold *l,
     const char *argv[] = {"WAIT", n, t};
     size_t lens[] = {4, 0, 0};
     struct lw_cmd cmd = {3, argv, lens};
-    struct lw_request q = {.cmds = &cmd, .ncmds = 1};
+    struct lw_request q = {
+        .cmds = &cmd, .ncmds = 1, .wait_ms = cfg->wait_timeout_ms};
     struct lw_vote v[LW_ENDPOINTS_MAX];
     int acked = 0;
 
     lens[1] = (size_t)snprintf(n, sizeof n, "%d", cfg->wait_replicas);
     lens[2] = (size_t)snprintf(t, sizeof t, "%d", cfg->wait_timeout_ms);
-    lw__masters_run(m, &q, granted, round_deadline(cfg, 0), v);
+    /* A master answers WAIT after up to its timeout: the round waits that
+     * much past the command timeout. */
+    lw__masters_run(
+        m, &q, granted,
+        round_deadline(cfg, 0) + (int64_t)cfg->wait_timeout_ms * 1000, v);
     for (int i = 0; i < m->n; i++)
         acked += v[i].r != NULL && !v[i].replayed &&
                  v[i].r->type == REDIS_REPLY_INTEGER &&

@@ -43,9 +43,14 @@ static int wait_ack(const struct lw_hold *l, const struct lw_names *names,
 
     wait_lens[1] = (size_t)snprintf(n, sizeof n, "%d", cfg->wait_replicas);
     wait_lens[2] = (size_t)snprintf(t, sizeof t, "%d", cfg->wait_timeout_ms);
-    /* In a cluster WAIT counts the replicas of the key's master. */
-    rc = lw__send(to, &(struct lw_request){.cmds = cmds, .ncmds = 2}, 0, r,
-                  &replayed);
+    /* In a cluster WAIT counts the replicas of the key's master.  The
+     * server answers WAIT after up to its timeout: the reply is read up to
+     * that much past the command timeout. */
+    rc =
+        lw__send(to,
+                 &(struct lw_request){
+                     .cmds = cmds, .ncmds = 2, .wait_ms = cfg->wait_timeout_ms},
+                 0, r, &replayed);
     if (rc == LW_R_ASKED) /* the slot is moving: cannot tell, give up */
         return LW_EREDIS;
     if (rc != LW_OK)

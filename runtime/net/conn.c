@@ -6,10 +6,12 @@
 
 #include <lockweave.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
 #include "base/backoff.h"
 #include "base/clock.h"
@@ -59,6 +61,43 @@ void lw__conn_drop(struct lw_conn *c)
     if (c->ctx != NULL)
         redisFree(c->ctx);
     c->ctx = NULL;
+    c->wait_ms = 0; /* a new socket gets open.c's timeouts */
+}
+
+/* How long a reply may take, in ms, wait_ms past the command timeout. */
+static int timeout_plus(int wait_ms)
+{
+    int64_t ms = (int64_t)lw__settings()->command_timeout_ms + wait_ms;
+
+    return ms < INT_MAX ? (int)ms : INT_MAX;
+}
+
+static int read_timeout_ms(const struct lw_conn *c)
+{
+    return timeout_plus(c->wait_ms);
+}
+
+void lw__conn_set_wait(struct lw_conn *c, int wait_ms)
+{
+    struct timeval tv;
+    int ms;
+
+    if (wait_ms < 0)
+        wait_ms = 0;
+    if (c->ctx == NULL || c->wait_ms == wait_ms)
+        return;
+    ms = timeout_plus(wait_ms);
+    tv.tv_sec = ms / 1000;
+    tv.tv_usec = ms % 1000 * 1000;
+    /* The receive side only: a write still fails after the command
+     * timeout.  Should this fail (it does not on an open socket), the
+     * reply is waited for as long as before, and a late one fails as a
+     * timeout. */
+    if (setsockopt(c->ctx->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0) {
+        lw__log(LW_LOG_DEBUG, "setsockopt(SO_RCVTIMEO): %s", strerror(errno));
+        return;
+    }
+    c->wait_ms = wait_ms;
 }
 
 static void note_failure(struct lw_conn *c, int rc, const char *what)
@@ -96,8 +135,14 @@ const char *lw__conn_io_error(const struct lw_conn *c)
      * which says nothing to a reader. */
     if (c->ctx->err == REDIS_ERR_IO &&
         strcmp(c->ctx->errstr, strerror(EAGAIN)) == 0) {
-        snprintf(buf, sizeof buf, "no reply within %d ms (command timeout)",
-                 lw__settings()->command_timeout_ms);
+        if (c->wait_ms > 0)
+            snprintf(buf, sizeof buf,
+                     "no reply within %d ms (command timeout + %d ms "
+                     "the server may wait)",
+                     read_timeout_ms(c), c->wait_ms);
+        else
+            snprintf(buf, sizeof buf, "no reply within %d ms (command timeout)",
+                     lw__settings()->command_timeout_ms);
         return buf;
     }
     return c->ctx->errstr;
@@ -179,7 +224,7 @@ int lw__conn_reply(struct lw_conn *c, void **r)
             return REDIS_ERR;
         if (*r != NULL)
             return REDIS_OK;
-        if (tls_feed(c, lw__settings()->command_timeout_ms) < 0)
+        if (tls_feed(c, read_timeout_ms(c)) < 0)
             return REDIS_ERR;
     }
 }

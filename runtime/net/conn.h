@@ -31,6 +31,8 @@ struct lw_conn {
     int fresh;          /* opened by the current call: no replay on error */
     int64_t sent_us;    /* when lw__conn_run()'s request was first written
                            (0: it was not): it cannot have run earlier */
+    int wait_ms;        /* replies may come this much past the command
+                           timeout (lw__conn_set_wait()) */
     int failing;        /* last attempt failed: log the recovery */
     int last_rc;        /* why it failed, repeated while backing off */
     struct lw_resp out; /* commands being formatted, reused */
@@ -62,6 +64,13 @@ int lw__conn_ensure(struct lw_conn *c);
  * never raising SIGPIPE; 0, or -1 with c->ctx->errstr set. */
 int lw__conn_send(struct lw_conn *c, const char *p, size_t n);
 
+/* Let the replies c reads next come up to wait_ms past the command timeout
+ * (0: within it), for a command the server holds that long before it
+ * answers (WAIT): the socket's receive timeout, which bounds a plain read
+ * and a TLS read alike, and a TLS read's own wait.  c must be open; a
+ * reopened connection starts at 0. */
+void lw__conn_set_wait(struct lw_conn *c, int wait_ms);
+
 /* Close after an I/O or protocol error; the next use reconnects. */
 void lw__conn_drop(struct lw_conn *c);
 
@@ -83,9 +92,10 @@ struct lw_settings;
 /* Where c connects to under s: its url, or s's first endpoint. */
 const struct lw_url *lw__conn_url(const struct lw_conn *c,
                                   const struct lw_settings *s);
-/* The next reply on c, waiting up to the command timeout: redisGetReply()
- * for a plain socket; over TLS, hiredis's reader is fed from the session.
- * REDIS_OK or REDIS_ERR (c->ctx->errstr set), as redisGetReply(). */
+/* The next reply on c, waiting up to the command timeout (plus c->wait_ms):
+ * redisGetReply() for a plain socket; over TLS, hiredis's reader is fed
+ * from the session.  REDIS_OK or REDIS_ERR (c->ctx->errstr set), as
+ * redisGetReply(). */
 int lw__conn_reply(struct lw_conn *c, void **r);
 /* What c's last I/O error was, for a log line (until c is dropped). */
 const char *lw__conn_io_error(const struct lw_conn *c);
@@ -111,7 +121,10 @@ struct lw_request {
     const size_t *lens;
     const struct lw_cmd *cmds;
     int ncmds;
-    int flags; /* LW_REQ_... */
+    int flags;   /* LW_REQ_... */
+    int wait_ms; /* the server may hold the replies this long before it
+                    answers (WAIT's timeout): they are read up to the
+                    command timeout plus this (lw__conn_set_wait()) */
 };
 
 /* RAW_ERRORS: hand error replies (MOVED, ASK, ...) back in out with LW_OK

@@ -31,6 +31,7 @@ int lw__conn_start(struct lw_conn *c, const struct lw_request *q,
     x->again = 0;
     if (rc != LW_OK)
         return rc;
+    lw__conn_set_wait(c, q->wait_ms);
     x->fresh = c->fresh;
     c->fresh = 0;
     rc = lw__request_format(&c->out, q, x->eval);

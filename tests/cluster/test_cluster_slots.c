@@ -173,7 +173,8 @@ static void plain_url_to_a_node(void)
 
 /* LOCKWEAVE_WAIT_REPLICAS in a cluster: WAIT runs on the key's master, which
  * has one replica here.  1 is met; 2 cannot be: LW_EREPLICAS, body not run,
- * and the lock is given back (no key left on its master). */
+ * and the lock is given back (no key left on its master), also when WAIT's
+ * timeout is longer than the command timeout. */
 static void wait_replicas(void)
 {
     lw_config cfg;
@@ -199,6 +200,20 @@ static void wait_replicas(void)
     CHECK_EQ(lw_configure(&cfg), LW_OK);
     rc = lw_lock(&g, "wr", 2, &o);
     CHECK_MSG(rc == LW_EREPLICAS, "wait_replicas 2: %s", lw_strerror(rc));
+    r = rh_cmd(rh_cluster_master_of(&cl, lw__key_slot("lock:wr", 7)),
+               "EXISTS lock:wr");
+    CHECK(r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 0);
+    freeReplyObject(r);
+
+    /* A WAIT timeout above the command timeout: the master answers when it
+     * runs out, and the router waits for that (LW_EREPLICAS, not a read
+     * timed out: LW_EREDIS). */
+    cfg.command_timeout_ms = 1000;
+    cfg.wait_timeout_ms = 2500;
+    CHECK_EQ(lw_configure(&cfg), LW_OK);
+    rc = lw_lock(&g, "wr", 2, &o);
+    CHECK_MSG(rc == LW_EREPLICAS, "WAIT 2500 ms, command timeout 1000 ms: %s",
+              lw_strerror(rc));
     r = rh_cmd(rh_cluster_master_of(&cl, lw__key_slot("lock:wr", 7)),
                "EXISTS lock:wr");
     CHECK(r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 0);

@@ -6,16 +6,25 @@
  * master; asking for more replicas than exist fails the same way; without
  * the option a frozen replica changes nothing.  Then Redlock over three
  * masters with a replica each: WAIT on every master, a quorum of masters
- * must confirm (one replica frozen: granted; two: LW_EREPLICAS).
+ * must confirm (one replica frozen: granted; two: LW_EREPLICAS).  A WAIT
+ * timeout longer than the command timeout is waited for in full, on one
+ * master and under Redlock: LW_EREPLICAS, not a read timed out (LW_EREDIS).
+ * With LW_TEST_TLS=1 (runtime_tls_replica_wait) every server and the
+ * replication links are TLS.
  */
 #include "util.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* WAIT timeouts: generous where the replicas are expected to answer (a
  * loaded CI machine), short where a frozen one makes WAIT run out. */
 #define WAIT_OK_MS   2000
 #define WAIT_FAIL_MS 300
+/* A WAIT that outlasts the command timeout (SHORT_CMD_MS), with room for a
+ * slow machine on both sides. */
+#define WAIT_LONG_MS 2500
+#define SHORT_CMD_MS 1000
 
 #define RL 3
 
@@ -28,16 +37,22 @@ static rh_server rl_master[RL], rl_replica[RL];
 static char rl_url[RL * 64];
 static int entered;
 
-static void configure_url(const char *url, int wait_replicas, int wait_ms)
+static void configure_cmd(const char *url, int wait_replicas, int wait_ms,
+                          int command_ms)
 {
     lw_config cfg;
     lw_config_init(&cfg);
     cfg.redis_url = url;
     cfg.connect_timeout_ms = 500;
-    cfg.command_timeout_ms = 5000; /* > the WAIT timeout: WAIT answers */
+    cfg.command_timeout_ms = command_ms;
     cfg.wait_replicas = wait_replicas;
     cfg.wait_timeout_ms = wait_ms;
     CHECK_RC(lw_configure(&cfg), LW_OK);
+}
+
+static void configure_url(const char *url, int wait_replicas, int wait_ms)
+{
+    configure_cmd(url, wait_replicas, wait_ms, 5000);
 }
 
 static void configure(int wait_replicas, int wait_ms)
@@ -72,19 +87,26 @@ static int guarded(const char *key, int expect_on_replica)
     return lw_guard_leave(&g);
 }
 
-/* A master and its replica, linked.  args: 4 words the servers keep. */
+/* A master and its replica, linked.  args: PAIR_ARGS words the servers
+ * keep. */
+#define PAIR_ARGS 6
 static void start_pair(rh_server *m, rh_server *r, char *port,
                        const char **args)
 {
     rh_opts o;
+    int k = 0;
     rh_opts_init(&o);
     o.extra_args = master_args;
     CHECK_EQ(rh_start(m, &o), 0);
     snprintf(port, 16, "%d", m->port);
-    args[0] = "--replicaof";
-    args[1] = "127.0.0.1";
-    args[2] = port;
-    args[3] = NULL;
+    args[k++] = "--replicaof";
+    args[k++] = "127.0.0.1";
+    args[k++] = port;
+    if (getenv("LW_TEST_TLS") != NULL) { /* every server serves TLS only */
+        args[k++] = "--tls-replication";
+        args[k++] = "yes";
+    }
+    args[k] = NULL;
     o.extra_args = args;
     CHECK_EQ(rh_start(r, &o), 0);
     CHECK_MSG(wait_until(replica_online, m, 10000) >= 0,
@@ -117,7 +139,7 @@ static int rl_masters_holding(const char *key)
 static void redlock_with_replicas(void)
 {
     static char ports[RL][16];
-    static const char *args[RL][4];
+    static const char *args[RL][PAIR_ARGS];
     size_t len = 0;
     int on = 0;
 
@@ -144,6 +166,17 @@ static void redlock_with_replicas(void)
     printf("redlock, 3 masters with a replica each: granted with 1 replica "
            "frozen, %s with 2\n",
            lw_strerror(LW_EREPLICAS));
+
+    /* The WAIT round outlasts the command timeout: waited for in full. */
+    configure_cmd(rl_url, 1, WAIT_LONG_MS, SHORT_CMD_MS);
+    int64_t t0 = now_ms();
+    int rc = rl_guarded("rl-long", &on);
+    printf("redlock, WAIT %d ms > command timeout %d ms: %s after %lld ms\n",
+           WAIT_LONG_MS, SHORT_CMD_MS, lw_strerror(rc),
+           (long long)(now_ms() - t0));
+    CHECK_RC(rc, LW_EREPLICAS);
+    CHECK(now_ms() - t0 >= WAIT_LONG_MS);
+    CHECK_EQ(rl_masters_holding("rl-long"), 0);
     CHECK_EQ(rh_resume(&rl_replica[0]), 0);
     CHECK_EQ(rh_resume(&rl_replica[1]), 0);
     configure_url(rl_url, 1, WAIT_OK_MS);
@@ -158,7 +191,7 @@ static void redlock_with_replicas(void)
 int main(void)
 {
     static char port[16];
-    static const char *args[4];
+    static const char *args[PAIR_ARGS];
 
     start_pair(&master, &replica, port, args);
 
@@ -179,6 +212,23 @@ int main(void)
     CHECK_RC(lw_last_error(), LW_EREPLICAS);
     CHECK_EQ(entered, 1);
     CHECK_EQ(lock_exists(&master, "frozen"), 0);
+
+    /* A WAIT timeout above the command timeout: the server answers WAIT
+     * only when it runs out, and the reply is waited for that long.  Not
+     * confirmed (LW_EREPLICAS, not a read timed out: LW_EREDIS), body not
+     * run, nothing left behind. */
+    configure_cmd(master.url, 1, WAIT_LONG_MS, SHORT_CMD_MS);
+    t0 = now_ms();
+    rc = guarded("frozen-long", 0);
+    printf("replica frozen, WAIT %d ms > command timeout %d ms: %s after "
+           "%lld ms\n",
+           WAIT_LONG_MS, SHORT_CMD_MS, lw_strerror(rc),
+           (long long)(now_ms() - t0));
+    CHECK_RC(rc, LW_EREPLICAS);
+    CHECK_RC(lw_last_error(), LW_EREPLICAS);
+    CHECK(now_ms() - t0 >= WAIT_LONG_MS);
+    CHECK_EQ(entered, 1);
+    CHECK_EQ(lock_exists(&master, "frozen-long"), 0);
 
     /* Without the option the frozen replica does not matter. */
     configure(0, WAIT_FAIL_MS);

@@ -95,13 +95,11 @@ static void configure(const char *url, int wait_replicas)
     cfg.connect_timeout_ms = 500;
     cfg.command_timeout_ms = 1000;
     cfg.wait_replicas = wait_replicas;
-    if (wait_replicas > 0) {
-        /* Seconds for the replicas to acknowledge: a loaded machine may
-         * keep them from it for a few hundred ms.  The command timeout
-         * stays above it, as WAIT blocks the connection that long. */
+    /* Seconds for the replicas to acknowledge: a loaded machine may keep
+     * them from it for a few hundred ms.  Above the command timeout: the
+     * reply to WAIT is waited for that much longer. */
+    if (wait_replicas > 0)
         cfg.wait_timeout_ms = 3000;
-        cfg.command_timeout_ms = 10000;
-    }
     CHECK_RC(lw_configure(&cfg), LW_OK);
 }
 
@@ -179,7 +177,9 @@ static void kinds(void)
     CHECK_RANGE(lock_pttl(master, "kind:h"), 1, 1600);
 }
 
-/* wait_replicas: WAIT on the master counts both replicas. */
+/* wait_replicas: WAIT on the master counts both replicas; asked for one
+ * more, it runs its full timeout, longer than the command timeout, and the
+ * lock is given back (LW_EREPLICAS, not a read timed out: LW_EREDIS). */
 static void replicas(void)
 {
     lw_guard g;

@@ -46,8 +46,7 @@
 #define NTHREAD 2
 #define NKEYS   2
 /* Generous: replicas acknowledge in milliseconds, but not always on a
- * loaded machine.  Below the command timeout, which a WAIT's reply must
- * also meet. */
+ * loaded machine. */
 #define WAIT_REPLICAS_MS 1000
 #define COMMAND_MS       3000
 
