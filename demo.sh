@@ -8,7 +8,9 @@
 # with 1000 units and fires 2000 one-unit deductions from 32 clients at all
 # four: first with --no-lock (the read-check-write races and oversells), then
 # with REDIS_LOCK (exactly 1000 sold, stock 0), while GET /ping probes the
-# event loop.  Prints both side by side, then stops everything it started,
+# event loop; then 500 orders, each sent twice with one Idempotency-Key to
+# the threaded instances, under REDIS_ONCE (500 units deducted, every copy
+# answered alike).  Prints the results, then stops everything it started,
 # by PID.
 #
 # Environment: LW_DEMO_BUILD_DIR (default ./build/demo).

@@ -465,6 +465,11 @@ int lw__queue_acquire(struct lw_hold *l, const lw_lock_opts *opts,
     toklen = lw__token_new(l->token);
     if (toklen < 0)
         return toklen;
+    if (l->kind->token_tag != NULL) {
+        size_t n = strlen(l->kind->token_tag);
+        memcpy(l->token + toklen, l->kind->token_tag, n + 1);
+        toklen += (int)n;
+    }
     l->toklen = toklen;
     if (lw__names_init(&names, l->key, l->keylen, l->prefix_len,
                        l->cfg->ep.topology == LW_TOPO_CLUSTER) != LW_OK)

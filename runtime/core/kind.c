@@ -3,8 +3,8 @@
 
 #include <stddef.h>
 
-/* Run once first: its done mark is a string the mutex would take for a
- * token. */
+/* Run once first: its marks, done or running, are strings the mutex
+ * would take for a token. */
 const struct lw_kind *const lw__kinds[] = {&lw__kind_once, &lw__kind_mutex,
                                            &lw__kind_read, &lw__kind_sem, NULL};
 

@@ -73,12 +73,25 @@ struct lw_kind {
      * kind's finished outcome (run once's done mark)?  Then it is kept in
      * l (lw_hold.outcome) and the take ends LW_EDONE.  NULL: never. */
     int (*done)(struct lw_hold *l, const char *v, size_t len);
+    /* Appended to each lease's token (acquire.c), so that lockweave-ctl
+     * tells this kind's key from a mutex's: never a hex digit, and short
+     * enough that the token fits LW_TOKEN_MAX.  NULL: nothing. */
+    const char *token_tag;
 };
 
 extern const struct lw_kind lw__kind_mutex; /* kind_mutex.c */
 extern const struct lw_kind lw__kind_read;  /* kind_read.c */
 extern const struct lw_kind lw__kind_sem;   /* kind_sem.c */
 extern const struct lw_kind lw__kind_once;  /* kind_once.c */
+
+/* What a run-once mark's value v (len bytes, a GET's answer) is:
+ * LW_ONCE_DONE, with *outcome and *outlen its stored outcome's text
+ * ("i:42", "d:0.5", "v": once.c); LW_ONCE_RUNNING, a run's token; or 0,
+ * not a mark (kind_once.c). */
+#define LW_ONCE_RUNNING 1
+#define LW_ONCE_DONE    2
+int lw__once_mark(const char *v, size_t len, const char **outcome,
+                  size_t *outlen);
 
 /* Every kind, NULL-terminated (kind.c): for tools that tell them apart. */
 extern const struct lw_kind *const lw__kinds[];

@@ -23,6 +23,7 @@
 #include "core/release.h"
 #include "core/scripts.h"
 #include "core/send.h"
+#include "core/token.h"
 
 /* What a done mark starts with: never a token's first bytes (hex). */
 #define DONE_PREFIX "done:"
@@ -137,18 +138,34 @@ static int release(const struct lw_hold *l, const struct lw_names *n,
                            a.argv, a.lens, 0, deadline_us, r, replayed);
 }
 
+int lw__once_mark(const char *v, size_t len, const char **outcome,
+                  size_t *outlen)
+{
+    const char *sp;
+
+    if (len >= DONE_LEN && memcmp(v, DONE_PREFIX, DONE_LEN) == 0) {
+        v += DONE_LEN;
+        len -= DONE_LEN;
+        sp = memchr(v, ' ', len);
+        *outcome = v;
+        *outlen = sp != NULL ? (size_t)(sp - v) : len;
+        return LW_ONCE_DONE;
+    }
+    /* A run's token: 32 hex digits, ':', its sequence, LW_TOKEN_ONCE. */
+    if (len > 33 + LW_TOKEN_ONCE_LEN && len < LW_TOKEN_MAX && v[32] == ':' &&
+        memcmp(v + len - LW_TOKEN_ONCE_LEN, LW_TOKEN_ONCE, LW_TOKEN_ONCE_LEN) ==
+            0)
+        return LW_ONCE_RUNNING;
+    return 0;
+}
+
 /* "done:<outcome> <token>": the outcome kept for l (this thread's). */
 static int done(struct lw_hold *l, const char *v, size_t len)
 {
     struct lw_outcome *o = lw__outcome();
-    const char *sp;
 
-    if (len < DONE_LEN || memcmp(v, DONE_PREFIX, DONE_LEN) != 0)
+    if (lw__once_mark(v, len, &v, &len) != LW_ONCE_DONE)
         return 0;
-    v += DONE_LEN;
-    len -= DONE_LEN;
-    sp = memchr(v, ' ', len);
-    len = sp != NULL ? (size_t)(sp - v) : len;
     if (len >= sizeof o->text)
         len = 0; /* not one of ours: read as no value */
     memcpy(o->text, v, len);
@@ -158,11 +175,14 @@ static int done(struct lw_hold *l, const char *v, size_t len)
     return 1;
 }
 
-/* A done mark (a running one holds a token, which the mutex claims). */
+/* A done mark, or a running one (its run's token ends LW_TOKEN_ONCE). */
 static int owns(const redisReply *get)
 {
-    return get->type == REDIS_REPLY_STRING && get->len >= DONE_LEN &&
-           memcmp(get->str, DONE_PREFIX, DONE_LEN) == 0;
+    const char *o;
+    size_t n;
+
+    return get->type == REDIS_REPLY_STRING &&
+           lw__once_mark(get->str, get->len, &o, &n) != 0;
 }
 
 const struct lw_kind lw__kind_once = {
@@ -175,4 +195,5 @@ const struct lw_kind lw__kind_once = {
     .release = release,
     .owns = owns,
     .done = done,
+    .token_tag = LW_TOKEN_ONCE,
 };

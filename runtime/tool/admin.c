@@ -231,6 +231,20 @@ int lw__admin_kind_of(const redisReply *get, struct lw_admin_kind *k)
     return kind != NULL;
 }
 
+int lw__admin_once(const redisReply *get, const char **result, size_t *len)
+{
+    int m;
+
+    *result = NULL;
+    *len = 0;
+    if (get == NULL || get->type != REDIS_REPLY_STRING)
+        return 0;
+    m = lw__once_mark(get->str, get->len, result, len);
+    return m == LW_ONCE_DONE      ? LW_ADMIN_ONCE_DONE
+           : m == LW_ONCE_RUNNING ? LW_ADMIN_ONCE_RUNNING
+                                  : 0;
+}
+
 int lw__admin_release(const struct lw_admin_config *c, const char *key,
                       size_t keylen, const char *token, size_t toklen,
                       const struct lw_admin_names *n, redisReply **r,

@@ -144,6 +144,14 @@ struct lw_admin_kind {
  * the kind every other builds on. */
 int lw__admin_kind_of(const redisReply *get, struct lw_admin_kind *k);
 
+/* A run-once mark (kind "once"), from its key's GET: LW_ADMIN_ONCE_RUNNING
+ * (a run holds it), LW_ADMIN_ONCE_DONE with what the run returned in
+ * *result (*len bytes, inside get: "i:<int64>", "u:<uint64>", "d:<double
+ * as %.17g>", or "v" for none), or 0 when it is not a mark. */
+#define LW_ADMIN_ONCE_RUNNING 1
+#define LW_ADMIN_ONCE_DONE    2
+int lw__admin_once(const redisReply *get, const char **result, size_t *len);
+
 /* A mutex's release with token, for one its holder did not send: the key
  * deleted if it still holds token, the next waiter handed it or told, and
  * no receipt left (the holder's own release then finds its lock lost).

@@ -5,7 +5,8 @@
 # Runs the same load twice against four instances sharing one SQLite file —
 # three threaded ones (inventory-service) and one on an event loop
 # (inventory-loop) — unguarded (--no-lock), then guarded by REDIS_LOCK, and
-# prints the table.  During both runs a prober sends GET /ping to the
+# prints the table; then sends orders, each twice with one Idempotency-Key, to
+# the threaded instances, guarded by REDIS_ONCE.  During the first two runs a prober sends GET /ping to the
 # event-loop instance, one after another, to show that its loop stays free
 # while its deductions wait for the lock.  Every process it starts is stopped
 # by PID on exit, whatever happens.
@@ -19,6 +20,7 @@ stock=1000
 requests=2000
 clients=32
 sku=demo-sku
+orders=500          # each sent twice: 2 * orders requests
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/lockweave-demo.XXXXXX")
 pids=()
@@ -62,9 +64,10 @@ start_instances() {
   done
 }
 
+# addresses [N]: the first N instances' HOST:PORT, comma-separated.
 addresses() {
   local i list=
-  for ((i = 0; i < instances; i++)); do
+  for ((i = 0; i < ${1:-instances}; i++)); do
     list+="${list:+,}127.0.0.1:$(cat "$work/port.$i")"
   done
   echo "$list"
@@ -82,6 +85,19 @@ run() {
     --concurrency "$clients" --skus "$sku" --seed "$stock" --label "$label" \
     --ping "127.0.0.1:$(cat "$work/port.$threaded")" --ping-every-ms 5 \
     | tee "$work/$label.out"
+  stop_instances
+}
+
+# POST /orders: each order twice at once, to two threaded instances (the
+# event loop answers 501: REDIS_ONCE waits on the calling thread).
+run_orders() {
+  echo
+  echo "== REDIS_ONCE: $orders orders of 1 unit, each sent twice with one" \
+       "Idempotency-Key, $threaded threaded instances, stock $stock =="
+  start_instances
+  "$bin/inventory-load" --instances "$(addresses "$threaded")" \
+    --orders "$orders" --concurrency "$clients" --skus "$sku" --seed "$stock" \
+    --label orders | tee "$work/orders.out"
   stop_instances
 }
 
@@ -106,6 +122,7 @@ row() {
 echo "demo: redis at $LOCKWEAVE_REDIS_URL, stock database $work/stock.db"
 run unguarded --no-lock
 run guarded
+run_orders
 
 echo
 printf '%-12s %9s %7s %12s %9s %8s %8s %11s\n' mode requests sold \
@@ -131,11 +148,26 @@ printf '%s\n' "/ping p99 is the event loop's.  With the lock, its deductions wai
   "waiting for the lock never blocks the loop.  Without the lock nothing waits, and" \
   "the loop's own deductions (3 ms of blocking work each) run back to back on its" \
   "one thread: /ping queues behind them."
+o=$work/orders.out
+echo
+echo "With REDIS_ONCE(\"order:{order_key}\", 24h): $(field "$o" orders) orders," \
+     "each sent twice ($(field "$o" requests) requests), deducted" \
+     "$(field "$o" deducted) units, stock $(field "$o" initial) ->" \
+     "$(field "$o" final);"
+echo "each order's two answers were the same ($(field "$o" same) of" \
+     "$(field "$o" orders)), $(field "$o" replayed) of them the stored first" \
+     "outcome (Idempotent-Replayed: true)."
 
 # The guarded run is the promise: anything else is a bug worth a failure.
 if [ "$(field "$g" sold)" != "$stock" ] || [ "$(field "$g" final)" != 0 ] \
    || [ "$(field "$g" oversold)" != 0 ]; then
   echo "demo: FAILED: the guarded run did not sell exactly $stock" >&2
+  exit 1
+fi
+if [ "$(field "$o" deducted)" != "$(field "$o" sold)" ] \
+   || [ "$(field "$o" differ)" != 0 ] || [ "$(field "$o" other)" != 0 ] \
+   || [ "$(field "$o" deducted)" != "$orders" ]; then
+  echo "demo: FAILED: an order was not deducted exactly once" >&2
   exit 1
 fi
 if [ "$(field "$u" oversold)" = 0 ]; then

@@ -47,6 +47,8 @@ static enum MHD_Result send_reply(struct MHD_Connection *c,
                                               : "application/json");
     if (rep->allow)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, rep->allow);
+    if (rep->replayed)
+        MHD_add_response_header(r, "Idempotent-Replayed", "true");
     enum MHD_Result ok = MHD_queue_response(c, (unsigned)rep->status, r);
     MHD_destroy_response(r);
     inv_metrics_status(rep->status);
@@ -91,6 +93,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
             .method = method,
             .path = url,
             .qty = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "qty"),
+            .sku = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "sku"),
+            .idempotency_key = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                           "Idempotency-Key"),
             .body = ctx->body,
             .body_len = ctx->len,
         };

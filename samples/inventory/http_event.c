@@ -73,6 +73,8 @@ static const char *reason(int status)
         return "Payload Too Large";
     case 500:
         return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
     case 503:
         return "Service Unavailable";
     default:

@@ -36,4 +36,20 @@ int deduct(const char *sku, int qty, struct inv_store *store, int work_ms);
 int deduct_unguarded(const char *sku, int qty, struct inv_store *store,
                      int work_ms);
 
+/* Place the order order_key (an idempotency key: 1..64 of [A-Za-z0-9_-])
+ * for qty units of sku: deduct() once per key within 24 hours across every
+ * instance (REDIS_ONCE "order:{order_key}").  The first call for a key runs
+ * it, lw_last_error() LW_OK (LW_ELOST when the mark was lost meanwhile);
+ * a later one, or one that waited for the first, gets the first call's
+ * result and LW_EDONE.  INV_LOCK_FAILED when neither happened: the mark
+ * could not be had (lw_last_error() says why) or the run could not take
+ * the stock lock (*deduct_err says why); the key is then free for a retry.
+ * Not on an event loop: it waits on the calling thread. */
+int place_order(const char *order_key, const char *sku, int qty,
+                struct inv_store *store, int work_ms, int *deduct_err);
+
+/* What --no-lock runs: deduct_unguarded() on every call, replays too. */
+int place_order_unguarded(const char *order_key, const char *sku, int qty,
+                          struct inv_store *store, int work_ms);
+
 #endif /* INV_INVENTORY_H */

@@ -10,6 +10,7 @@
 static atomic_uint_fast64_t status_count[600];
 static atomic_uint_fast64_t outcome_count[INV_OUT_COUNT];
 static atomic_uint_fast64_t deduct_us_sum;
+static atomic_uint_fast64_t orders_replayed;
 
 static const char *const outcome_name[INV_OUT_COUNT] = {
     "ok",          "insufficient", "not_found",
@@ -28,6 +29,11 @@ void inv_metrics_deduct(enum inv_outcome o, uint64_t duration_us)
     atomic_fetch_add_explicit(&outcome_count[o], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&deduct_us_sum, duration_us,
                               memory_order_relaxed);
+}
+
+void inv_metrics_order_replayed(void)
+{
+    atomic_fetch_add_explicit(&orders_replayed, 1, memory_order_relaxed);
 }
 
 static void counter(struct inv_buf *b, const char *name, const char *help,
@@ -106,6 +112,9 @@ void inv_metrics_render(struct inv_buf *b, int guarded)
                    "inventory_deduct_seconds_total %.6f\n",
                    atomic_load_explicit(&deduct_us_sum, memory_order_relaxed) /
                        1e6);
+    counter(b, "inventory_orders_replayed_total",
+            "POST /orders answered with an earlier run's outcome.",
+            atomic_load_explicit(&orders_replayed, memory_order_relaxed));
     /* Last: the longest part, per site. */
     lockweave_sites(b);
 }

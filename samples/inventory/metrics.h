@@ -6,7 +6,8 @@
 
 #include <stdint.h>
 
-/* Outcomes of POST /stock/{sku}/deduct that reached deduct(). */
+/* Outcomes of POST /stock/{sku}/deduct and POST /orders that reached
+ * deduct(). */
 enum inv_outcome {
     INV_OUT_OK,
     INV_OUT_INSUFFICIENT,
@@ -20,6 +21,9 @@ enum inv_outcome {
 /* Thread-safe (atomic counters). */
 void inv_metrics_status(int http_status);
 void inv_metrics_deduct(enum inv_outcome o, uint64_t duration_us);
+/* A POST /orders answered with an earlier run's outcome (deducting
+ * nothing, so not a deduction above). */
+void inv_metrics_order_replayed(void);
 
 /* Render every counter, lockweave's included.  guarded: 1 unless --no-lock. */
 void inv_metrics_render(struct inv_buf *b, int guarded);

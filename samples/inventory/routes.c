@@ -5,6 +5,9 @@
  *   POST /stock/{sku}/deduct?qty=N     deduct, or body {"qty":N}
  *        200 remaining stock, 409 insufficient, 404 unknown SKU,
  *        503 lock not had (lw_strerror text), 500 database error
+ *   POST /orders?sku=S&qty=N           deduct once per Idempotency-Key
+ *        header: the deduction's answers; a replay gets the first one
+ *        (Idempotent-Replayed: true); 501 on the event loop
  *   GET  /metrics                      Prometheus text
  *   GET  /health                       {"status":"ok","guarded":...}
  *   GET  /ping                         {"pong":true}, touching nothing
@@ -102,45 +105,73 @@ static void put_stock(const struct inv_service *svc, const char *sku,
     inv_buf_printf(&rep->body, "{\"sku\":\"%s\",\"stock\":%ld}\n", sku, qty);
 }
 
-void inv_deduct_reply(const char *sku, long qty, int rc, int lw_rc,
-                      uint64_t took_us, struct inv_reply *rep)
+/* The reply to a deduction (order_key NULL; why == lw_rc) or an order
+ * (lw_rc the mark's word, LW_EDONE for a replay; why the stock lock's, set
+ * when the run took it or tried); counts it in the metrics (a replayed
+ * order as a replay, not a deduction). */
+static void deduction_reply(const char *order_key, const char *sku, long qty,
+                            int rc, int lw_rc, int why, uint64_t took_us,
+                            struct inv_reply *rep)
 {
+    int replayed = order_key && lw_rc == LW_EDONE;
+
+    if (replayed) {
+        rep->replayed = 1;
+        inv_metrics_order_replayed();
+    }
     if (rc >= 0) {
         rep->status = 200;
+        inv_buf_printf(&rep->body, "{");
+        if (order_key)
+            inv_buf_printf(&rep->body, "\"order\":\"%s\",", order_key);
         inv_buf_printf(&rep->body,
-                       "{\"sku\":\"%s\",\"deducted\":%ld,"
+                       "\"sku\":\"%s\",\"deducted\":%ld,"
                        "\"stock\":%d",
                        sku, qty, rc);
-        if (lw_rc != LW_OK) {
+        int warn = replayed ? LW_OK : lw_rc != LW_OK ? lw_rc : why;
+        if (warn != LW_OK) {
             /* The write happened, but another caller may have run beside
              * it: say so rather than pretend. */
             inv_buf_printf(&rep->body, ",\"warning\":");
-            inv_buf_json_str(&rep->body, lw_strerror(lw_rc));
+            inv_buf_json_str(&rep->body, lw_strerror(warn));
             inv_metrics_deduct(INV_OUT_LOCK_LOST, took_us);
-        } else {
+        } else if (!replayed) {
             inv_metrics_deduct(INV_OUT_OK, took_us);
         }
         inv_buf_printf(&rep->body, "}\n");
         return;
     }
+    enum inv_outcome out;
     switch (rc) {
     case INV_INSUFFICIENT:
-        inv_metrics_deduct(INV_OUT_INSUFFICIENT, took_us);
+        out = INV_OUT_INSUFFICIENT;
         inv_reply_error(rep, 409, "insufficient stock");
         break;
     case INV_NOT_FOUND:
-        inv_metrics_deduct(INV_OUT_NOT_FOUND, took_us);
+        out = INV_OUT_NOT_FOUND;
         inv_reply_error(rep, 404, "unknown sku");
         break;
     case INV_LOCK_FAILED:
-        inv_metrics_deduct(INV_OUT_LOCK_FAILED, took_us);
-        inv_reply_error(rep, 503, lw_strerror(lw_rc));
+        out = INV_OUT_LOCK_FAILED;
+        /* A run that could not take the stock lock: why; else the mark's
+         * (or, for a deduction, the lock's) error. */
+        inv_reply_error(
+            rep, 503,
+            lw_strerror(lw_rc == LW_OK || lw_rc == LW_ELOST ? why : lw_rc));
         break;
     default:
-        inv_metrics_deduct(INV_OUT_STORE_ERROR, took_us);
+        out = INV_OUT_STORE_ERROR;
         inv_reply_error(rep, 500, "stock database error");
         break;
     }
+    if (!replayed)
+        inv_metrics_deduct(out, took_us);
+}
+
+void inv_deduct_reply(const char *sku, long qty, int rc, int lw_rc,
+                      uint64_t took_us, struct inv_reply *rep)
+{
+    deduction_reply(NULL, sku, qty, rc, lw_rc, lw_rc, took_us, rep);
 }
 
 static void post_deduct(const struct inv_service *svc, const char *sku,
@@ -165,6 +196,53 @@ static void post_deduct(const struct inv_service *svc, const char *sku,
      * overwrite it. */
     int lw_rc = svc->guarded ? lw_last_error() : LW_OK;
     inv_deduct_reply(sku, qty, rc, lw_rc, inv_now_us() - t0, rep);
+}
+
+/* POST /orders?sku=S&qty=N (or body {"qty":N}) with an Idempotency-Key
+ * header: place_order(), once per key; a replay gets the first answer. */
+static void post_order(const struct inv_service *svc,
+                       const struct inv_request *req, struct inv_reply *rep)
+{
+    const char *key = req->idempotency_key, *sku = req->sku;
+    long qty;
+
+    if (svc->deduct_later) {
+        /* A front end on which nothing may wait: REDIS_ONCE waits for the
+         * mark on the calling thread, and does not run with loop = yet. */
+        inv_reply_error(rep, 501,
+                        "POST /orders is served by inventory-service: "
+                        "REDIS_ONCE does not run on an event loop yet");
+        return;
+    }
+    if (!key) {
+        inv_reply_error(rep, 400, "missing Idempotency-Key header");
+        return;
+    }
+    if (!inv_sku_valid(key, strlen(key))) {
+        inv_reply_error(rep, 400,
+                        "bad Idempotency-Key: 1 to 64 characters of "
+                        "A-Z a-z 0-9 _ -");
+        return;
+    }
+    if (!sku || !inv_sku_valid(sku, strlen(sku))) {
+        inv_reply_error(rep, 400,
+                        "missing or bad sku: ?sku= 1 to 64 characters of "
+                        "A-Z a-z 0-9 _ -");
+        return;
+    }
+    if (request_qty(req, 1, DEDUCT_MAX, &qty, rep) != 0)
+        return;
+
+    uint64_t t0 = inv_now_us();
+    int why = LW_OK, lw_rc = LW_OK, rc;
+    if (svc->guarded) {
+        rc = place_order(key, sku, (int)qty, svc->store, svc->work_ms, &why);
+        lw_rc = lw_last_error(); /* the mark's; LW_EDONE: a replay */
+    } else {
+        rc =
+            place_order_unguarded(key, sku, (int)qty, svc->store, svc->work_ms);
+    }
+    deduction_reply(key, sku, qty, rc, lw_rc, why, inv_now_us() - t0, rep);
 }
 
 static int method_is(const struct inv_request *req, const char *m)
@@ -224,6 +302,11 @@ void inv_route(const struct inv_service *svc, const struct inv_request *req,
 
     if (strncmp(path, STOCK_PREFIX, strlen(STOCK_PREFIX)) == 0) {
         stock_routes(svc, req, rep);
+    } else if (strcmp(path, "/orders") == 0) {
+        if (method_is(req, "POST"))
+            post_order(svc, req, rep);
+        else
+            wrong_method(rep, "POST");
     } else if (strcmp(path, "/metrics") == 0) {
         if (!read_only) {
             wrong_method(rep, "GET, HEAD");

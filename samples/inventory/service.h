@@ -28,8 +28,10 @@ struct inv_service {
 
 struct inv_request {
     const char *method;
-    const char *path; /* without the query string */
-    const char *qty;  /* ?qty=..., NULL when absent */
+    const char *path;            /* without the query string */
+    const char *qty;             /* ?qty=..., NULL when absent */
+    const char *sku;             /* ?sku=... (POST /orders), NULL when absent */
+    const char *idempotency_key; /* the Idempotency-Key header, or NULL */
     const char *body; /* NULL or body_len bytes, not NUL-terminated */
     size_t body_len;
     void *handle; /* the HTTP library's request, for deduct_later */
@@ -39,6 +41,7 @@ struct inv_reply {
     int status;               /* 0: deferred to deduct_later, which answers */
     const char *content_type; /* NULL: application/json */
     const char *allow;        /* Allow header for 405 */
+    int replayed; /* an order's earlier outcome: Idempotent-Replayed: true */
     struct inv_buf body;
 };
 

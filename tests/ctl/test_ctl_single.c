@@ -315,6 +315,106 @@ static void changed_hands(void)
     CHECK_RC(lw_guard_leave(&g), LW_ELOST);
 }
 
+/* A run-once mark (REDIS_ONCE's guard): running, inspected; done,
+ * inspected; its removal asked for at the terminal, saying that the body
+ * may run again, and done. */
+static void once_marks(void)
+{
+    lw_lock_opts o = {
+        .expire_ms = 10000, .max_renew = -1, .once_window_ms = 60000};
+    struct ctl_run r;
+    lw_guard g;
+    const jv *oj;
+    jv *j;
+
+    lw_guard_init(&g, &o);
+    lw_guard_key_str(&g, "order:7");
+    CHECK_RC(lw_guard_enter(&g), LW_OK);
+    /* Running: a mark that a run holds, not a mutex; its holder known. */
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "inspect", "order:7", NULL);
+    CHECK_EQ(r.status, 0);
+    CHECK(strstr(r.out, "once     running") != NULL);
+    CHECK(strstr(r.out, "holder   process") != NULL);
+    ctl_run_free(&r);
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "--json", "inspect", "order:7",
+            NULL);
+    CHECK_EQ(r.status, 0);
+    j = ctl_json(&r);
+    CHECK_STR(jv_str(j, "kind"), "once");
+    oj = jv_get(j, "once");
+    CHECK(oj != NULL);
+    CHECK_STR(jv_str(oj, "state"), "running");
+    CHECK(jv_get(oj, "result") == NULL);
+    CHECK_RANGE(jv_int(j, "ttl_ms"), 1, 10000);
+    jv_free(j);
+    ctl_run_free(&r);
+    lw_once_done_i64(&g, -42);
+    CHECK_RC(lw_guard_leave(&g), LW_OK);
+
+    /* Done: its result, and the rest of its window. */
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "inspect", "order:7", NULL);
+    CHECK_EQ(r.status, 0);
+    CHECK(strstr(r.out, "once     done: its run returned -42,") != NULL);
+    CHECK(strstr(r.out, "holder   ") == NULL); /* its run has ended */
+    ctl_run_free(&r);
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "--json", "inspect", "order:7",
+            NULL);
+    CHECK_EQ(r.status, 0);
+    j = ctl_json(&r);
+    CHECK_STR(jv_str(j, "kind"), "once");
+    CHECK_EQ(jv_bool(j, "held"), 1);
+    oj = jv_get(j, "once");
+    CHECK(oj != NULL);
+    CHECK_STR(jv_str(oj, "state"), "done");
+    CHECK_STR(jv_str(oj, "result"), "i:-42");
+    CHECK_RANGE(jv_int(j, "ttl_ms"), 1, 60000);
+    jv_free(j);
+    ctl_run_free(&r);
+
+    /* Not a terminal, no --yes: refused; declined at the terminal, told
+     * what removing it allows: the mark stays. */
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "unlock", "--force", "order:7",
+            NULL);
+    CHECK_EQ(r.status, 5);
+    CHECK(strstr(r.err, "--yes") != NULL);
+    ctl_run_free(&r);
+    ctl_run(&r, srv.url, CTL_IN_TTY, "n\n", "unlock", "--force", "order:7",
+            NULL);
+    CHECK_EQ(r.status, 5);
+    CHECK(strstr(r.err, "a done run-once mark: its run returned i:-42") !=
+          NULL);
+    CHECK(strstr(r.err, "run the body again") != NULL);
+    CHECK(strstr(r.err, "[y/N]") != NULL);
+    ctl_run_free(&r);
+    CHECK(strncmp(value_of("lock:order:7"), "done:i:-42 ", 11) == 0);
+    lw_guard_init(&g, &o);
+    lw_guard_key_str(&g, "order:7");
+    CHECK_RC(lw_guard_enter(&g), LW_EDONE);
+    lw_guard_cleanup(&g);
+
+    /* Confirmed: gone, and the next call runs the body again. */
+    ctl_run(&r, srv.url, CTL_IN_TTY, "y\n", "unlock", "--force", "order:7",
+            NULL);
+    CHECK_EQ(r.status, 0);
+    CHECK(strstr(r.out, "runs the body again") != NULL);
+    ctl_run_free(&r);
+    CHECK_EQ(rh_cmd_int(&srv, "EXISTS lock:order:7"), 0);
+    lw_guard_init(&g, &o);
+    lw_guard_key_str(&g, "order:7");
+    CHECK_RC(lw_guard_enter(&g), LW_OK);
+    lw_once_done_i64(&g, 1);
+    CHECK_RC(lw_guard_leave(&g), LW_OK);
+    ctl_run(&r, srv.url, CTL_IN_NULL, NULL, "--json", "unlock", "--force",
+            "--yes", "order:7", NULL);
+    CHECK_EQ(r.status, 0);
+    j = ctl_json(&r);
+    CHECK_STR(jv_str(j, "result"), "unlocked");
+    CHECK_STR(jv_str(j, "once"), "done");
+    jv_free(j);
+    ctl_run_free(&r);
+    CHECK_EQ(rh_cmd_int(&srv, "EXISTS lock:order:7"), 0);
+}
+
 #define BULK 500
 static const char binkey[] = "bin\x01\n\xff\x1b[31m";
 #define BINKEY_SHOWN "\"bin\\x01\\x0a\\xff\\x1b[31m\""
@@ -747,6 +847,7 @@ int main(int argc, char **argv)
     free_key();
     held_waiters_unlock();
     changed_hands();
+    once_marks();
     list_many();
     list_shared();
     other_prefix();

@@ -157,6 +157,10 @@ int ctl_count_read(const struct ctl_count *q, redisReply *const *r,
                    long long *holders, long long *permits);
 
 /* The commands. */
+/* What a done run-once mark's run returned (lw__admin_once()'s result),
+ * for people: "42", "0.5", "none (a void function)". */
+void ctl_once_result(FILE *f, const char *r, size_t n);
+
 int ctl_inspect(struct ctl *c, const char *arg);
 int ctl_list(struct ctl *c, const char *pattern);
 int ctl_unlock(struct ctl *c, const char *arg);

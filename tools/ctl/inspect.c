@@ -161,7 +161,10 @@ struct state {
     long long now_us;  /* the server's clock */
     long long holders; /* 1 but for a kind several hold at once */
     long long permits; /* a semaphore's N; -1: not known or not one */
-    struct waiter *w;  /* the queue, first in line first */
+    int once;          /* LW_ADMIN_ONCE_...: a run-once mark; 0: not one */
+    const char *once_result; /* a done mark's, inside the GET's reply */
+    size_t once_len;
+    struct waiter *w; /* the queue, first in line first */
     size_t nw;
 };
 
@@ -227,7 +230,10 @@ static int read_state(const struct ctl *c, const struct ctl_key *k,
         return rc;
     st->held =
         r[0] == NULL ? st->holders > 0 : r[0]->type == REDIS_REPLY_STRING;
-    if (st->held && r[0] != NULL && !(st->kind.flags & LW_ADMIN_KIND_SHARED))
+    st->once = lw__admin_once(r[0], &st->once_result, &st->once_len);
+    /* A done mark's run has ended: nobody holds it. */
+    if (st->held && r[0] != NULL && st->once != LW_ADMIN_ONCE_DONE &&
+        !(st->kind.flags & LW_ADMIN_KIND_SHARED))
         st->holder_known =
             lw__admin_holder(r[4], r[0]->str, r[0]->len, &st->holder) == LW_OK;
     ctl_reply_int(r[1], &st->ttl);
@@ -297,6 +303,16 @@ static void print_json(struct ctl *c, const struct ctl_key *k,
         out_json_int(&c->j, "ttl_ms", st->ttl);
     else
         out_json_null(&c->j, "ttl_ms");
+    if (st->once) {
+        /* "done": ttl_ms is what is left of its window; "running": of its
+         * run's lease. */
+        out_json_open(&c->j, "once", '{');
+        out_json_str(&c->j, "state",
+                     st->once == LW_ADMIN_ONCE_DONE ? "done" : "running");
+        if (st->once == LW_ADMIN_ONCE_DONE)
+            out_json_bytes(&c->j, "result", st->once_result, st->once_len);
+        out_json_close(&c->j, '}');
+    }
     put_holder_json(c, st->holder_known ? &st->holder : NULL);
     out_json_open(&c->j, "fence", '{');
     out_json_null(&c->j, "holder");
@@ -317,6 +333,17 @@ static void print_held(const struct state *st)
 {
     if (!st->held)
         printf("held     no\n");
+    else if (st->once == LW_ADMIN_ONCE_DONE) {
+        printf("once     done: its run returned ");
+        ctl_once_result(stdout, st->once_result, st->once_len);
+        printf(",\n         which every call for this key gets (LW_EDONE) for "
+               "the rest\n         of its window, %lld ms; removing the mark "
+               "(unlock) lets\n         the body run again\n",
+               st->ttl);
+    } else if (st->once == LW_ADMIN_ONCE_RUNNING)
+        printf("once     running: a run-once mark whose run holds it, %lld ms "
+               "left of\n         its lease; callers wait for its outcome\n",
+               st->ttl);
     else if (st->kind.flags & LW_ADMIN_KIND_PERMITS)
         printf("held     yes, %lld of %lld permits (%s), the last "
                "lease ends in %lld ms\n",
@@ -351,7 +378,8 @@ static void print_text(struct ctl *c, const struct ctl_key *k,
 {
     print_head(c, k);
     print_held(st);
-    if (st->held && !(st->kind.flags & LW_ADMIN_KIND_SHARED))
+    if (st->held && st->once != LW_ADMIN_ONCE_DONE &&
+        !(st->kind.flags & LW_ADMIN_KIND_SHARED))
         print_holder(&st->holder, st->holder_known);
     print_fence(k, st);
     print_waiters(c, st->w, st->nw, st->now_us);

@@ -1,5 +1,6 @@
 /* Who holds a lock of a kind several hold at once: inspect asks it of one
- * key, list of each such key it finds. */
+ * key, list of each such key it finds; and what a run-once mark's run
+ * returned. */
 #include <lockweave.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,4 +41,14 @@ int ctl_count_read(const struct ctl_count *q, redisReply *const *r,
         strncmp(t->element[0]->str, "n:", 2) == 0)
         *permits = strtoll(t->element[0]->str + 2, NULL, 10);
     return LW_OK;
+}
+
+void ctl_once_result(FILE *f, const char *r, size_t n)
+{
+    if (n == 1 && r[0] == 'v')
+        fputs("none (a void function)", f);
+    else if (n > 2 && r[1] == ':' && strchr("iud", r[0]) != NULL)
+        out_text(f, r + 2, n - 2);
+    else
+        out_quoted(f, r, n); /* not one of ours: as it is */
 }

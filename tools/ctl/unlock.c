@@ -9,9 +9,19 @@
 
 #include "ctl.h"
 
+/* What breaking a lock does to its holder (what happens next, for a
+ * run-once mark). */
+#define HOLDER_GOES_ON "Its holder keeps running without the lock."
+#define ONCE_DONE_GOES                                                         \
+    "Removing it lets the next call for this key run the body again, "         \
+    "within its window."
+#define ONCE_RUN_GOES                                                          \
+    "Its run goes on without the mark (its result is not stored), and the "    \
+    "next caller runs the body again beside it."
+
 /* Ask on the terminal.  1: yes. */
 static int confirm(const struct ctl *c, const struct ctl_key *k,
-                   const char *what)
+                   const char *what, const char *then)
 {
     const char *p;
     size_t n;
@@ -20,10 +30,7 @@ static int confirm(const struct ctl *c, const struct ctl_key *k,
     ctl_key_shown(c, k->key, k->len, &p, &n);
     fprintf(stderr, "Unlock ");
     out_quoted(stderr, p, n);
-    fprintf(stderr,
-            " (%s)?  Its holder keeps running without the lock. "
-            "[y/N] ",
-            what);
+    fprintf(stderr, " (%s)?  %s [y/N] ", what, then);
     fflush(stderr);
     if (fgets(line, sizeof line, stdin) == NULL)
         return 0;
@@ -122,7 +129,10 @@ static int unlock_queue(struct ctl *c, const struct ctl_key *k)
     struct lw_admin_names names;
     redisReply *r[3] = {NULL};
     long long ttl = -2, waiters = -1;
-    char what[96];
+    const char *res, *then = HOLDER_GOES_ON;
+    size_t reslen;
+    char what[192], shown[64];
+    int once = 0;
     int rc = lw__admin_names(&c->cfg, k->key, k->len, k->prefix_len, &names);
 
     if (rc != LW_OK)
@@ -134,17 +144,41 @@ static int unlock_queue(struct ctl *c, const struct ctl_key *k)
     ctl_reply_int(r[2], &waiters);
     snprintf(what, sizeof what, "%lld ms left, %lld waiting", ttl,
              waiters < 0 ? 0 : waiters);
+    once = lw__admin_once(r[0], &res, &reslen);
+    if (once == LW_ADMIN_ONCE_DONE) {
+        /* Ours are printable ("i:42"); anything else is not shown raw. */
+        for (size_t i = 0; i < reslen && i < sizeof shown - 1; i++)
+            shown[i] = res[i] >= 0x20 && res[i] < 0x7f ? res[i] : '?';
+        shown[reslen < sizeof shown - 1 ? reslen : sizeof shown - 1] = '\0';
+        snprintf(what, sizeof what,
+                 "a done run-once mark: its run returned %s; %lld ms left "
+                 "of its window",
+                 shown, ttl);
+        then = ONCE_DONE_GOES;
+    } else if (once == LW_ADMIN_ONCE_RUNNING) {
+        snprintf(what, sizeof what,
+                 "a run-once mark, its run going: %lld ms left of its lease, "
+                 "%lld waiting",
+                 ttl, waiters < 0 ? 0 : waiters);
+        then = ONCE_RUN_GOES;
+    }
     if (c->json)
         out_json_open(&c->j, NULL, '{');
     if (r[0]->type != REDIS_REPLY_STRING) {
         report(c, k, "not_held", "not held", waiters);
         rc = CTL_NONE;
-    } else if (!c->yes && !confirm(c, k, what)) {
+    } else if (!c->yes && !confirm(c, k, what, then)) {
         report(c, k, "declined", "not unlocked", waiters);
         rc = CTL_DECLINED;
     } else {
         rc = release(c, k, &names, r[0], waiters);
+        if (rc == CTL_OK && once == LW_ADMIN_ONCE_DONE && !c->json)
+            printf("  the done mark is gone: the next call for this key runs "
+                   "the body again\n");
     }
+    if (c->json && once)
+        out_json_str(&c->j, "once",
+                     once == LW_ADMIN_ONCE_DONE ? "done" : "running");
     if (c->json) {
         out_json_close(&c->j, '}');
         out_json_end(&c->j);
@@ -265,7 +299,7 @@ static int unlock_redlock(struct ctl *c, const struct ctl_key *k)
     if (has == 0) {
         report(c, k, "not_held", "not held on any master that answered", -1);
         rc = rl.told < rl.quorum ? CTL_REDIS : CTL_NONE;
-    } else if (!c->yes && !confirm(c, k, what)) {
+    } else if (!c->yes && !confirm(c, k, what, HOLDER_GOES_ON)) {
         report(c, k, "declined", "not unlocked", -1);
         rc = CTL_DECLINED;
     } else {

@@ -156,19 +156,42 @@ static const char *find_header(const char *hdr, const char *end,
 int httpc_request(struct httpc *c, const char *method, const char *target,
                   const char *body, size_t body_len, struct httpc_resp *r)
 {
+    return httpc_request_headers(c, method, target, NULL, body, body_len, r);
+}
+
+int httpc_reply_header(const struct httpc *c, const char *name, char *out,
+                       size_t outlen)
+{
+    size_t vlen = 0;
+    const char *v = c->buf && c->head_len
+                        ? find_header(c->buf, c->buf + c->head_len, name, &vlen)
+                        : NULL;
+    if (!v)
+        return 0;
+    snprintf(out, outlen, "%.*s", (int)vlen, v);
+    return 1;
+}
+
+int httpc_request_headers(struct httpc *c, const char *method,
+                          const char *target, const char *headers,
+                          const char *body, size_t body_len,
+                          struct httpc_resp *r)
+{
     char head[1024];
     int hn = snprintf(head, sizeof head,
                       "%s %s HTTP/1.1\r\nHost: %s:%d\r\n"
-                      "Content-Length: %zu\r\n%s\r\n",
+                      "Content-Length: %zu\r\n%s%s\r\n",
                       method, target, c->host, c->port, body_len,
-                      body_len ? "Content-Type: application/json\r\n" : "");
+                      body_len ? "Content-Type: application/json\r\n" : "",
+                      headers ? headers : "");
     if (hn < 0 || (size_t)hn >= sizeof head) {
-        snprintf(c->err, sizeof c->err, "request target too long");
+        snprintf(c->err, sizeof c->err, "request target or headers too long");
         return -1;
     }
     if (c->fd < 0 && connect_to(c) != 0)
         return -1;
     c->len = 0;
+    c->head_len = 0;
     if (c->buf)
         c->buf[0] = '\0'; /* the last reply's text must not be parsed again */
     if (send_all(c, head, (size_t)hn) != 0 ||
@@ -210,6 +233,7 @@ int httpc_request(struct httpc *c, const char *method, const char *target,
         if (recv_more(c) != 0)
             goto fail;
     c->buf[body_off + clen] = '\0';
+    c->head_len = (size_t)(hend - c->buf);
     r->status = status;
     r->body = c->buf + body_off;
     r->body_len = clen;

@@ -15,7 +15,8 @@ struct httpc {
     int timeout_ms; /* per send/receive */
     char *buf;      /* received bytes: headers, then body */
     size_t len, cap;
-    char err[160]; /* why the last request failed */
+    size_t head_len; /* the last reply's status line and headers in buf */
+    char err[160];   /* why the last request failed */
 };
 
 struct httpc_resp {
@@ -32,6 +33,18 @@ void httpc_init(struct httpc *c, const char *host, int port, int timeout_ms);
  * The request is never retried: a deduction is not idempotent. */
 int httpc_request(struct httpc *c, const char *method, const char *target,
                   const char *body, size_t body_len, struct httpc_resp *r);
+
+/* httpc_request() with more request headers: "Name: value\r\n" lines, or
+ * NULL. */
+int httpc_request_headers(struct httpc *c, const char *method,
+                          const char *target, const char *headers,
+                          const char *body, size_t body_len,
+                          struct httpc_resp *r);
+
+/* A header of the last reply (name case-insensitive): 1 and its value
+ * copied to out (NUL-terminated, cut to outlen), or 0 when it has none. */
+int httpc_reply_header(const struct httpc *c, const char *name, char *out,
+                       size_t outlen);
 
 void httpc_close(struct httpc *c);
 

@@ -14,6 +14,12 @@
  * under the lock); lost updates = sold - (initial - final): deductions that
  * were answered 200 but overwritten by a racing writer.
  *
+ * --orders N sends N orders instead, each twice (POST /orders with one
+ * Idempotency-Key per order, request k being order k/2, so the two copies
+ * go to two instances at about the same time), and reports whether every
+ * copy got the same answer and how much stock went: with REDIS_ONCE each
+ * order deducts once, deducted = sold.
+ *
  * --ping HOST:PORT sends GET /ping to one instance (an event-loop one, say)
  * from a thread of its own, one after another every --ping-every-ms, for as
  * long as the deductions run, and reports how fast they were answered.
@@ -62,6 +68,13 @@ struct sku_stats {
     atomic_llong sold;
 };
 
+/* An answer to an order (--orders): compared with its copy's. */
+struct answer {
+    int status;   /* 0: no HTTP reply */
+    int replayed; /* Idempotent-Replayed: true */
+    char body[160];
+};
+
 struct run {
     struct instance inst[MAX_INSTANCES];
     int ninst;
@@ -73,7 +86,10 @@ struct run {
     long long seed; /* < 0: keep the stock as it is */
     const char *label;
     int check;
-    struct pinger *ping; /* NULL without --ping */
+    struct pinger *ping;   /* NULL without --ping */
+    long orders;           /* --orders N: 2 N requests; 0: deductions */
+    char order_prefix[32]; /* this run's keys: <prefix>-<order> */
+    struct answer *ans;    /* one per request, with --orders */
 
     atomic_long next; /* next request index to take */
     atomic_long done;
@@ -113,16 +129,36 @@ static void *client(void *arg)
         /* The SKU changes only after a full round of instances, so each SKU
          * reaches every instance. */
         struct sku_stats *s = &r->sku[(k / r->ninst) % r->nsku];
-        char target[160];
-        snprintf(target, sizeof target, "/stock/%s/deduct?qty=%d", s->name,
-                 r->qty);
+        char target[160], key[96] = "";
+        if (r->orders) {
+            /* Both copies of an order: one SKU, one key. */
+            s = &r->sku[(k / 2) % r->nsku];
+            snprintf(key, sizeof key, "Idempotency-Key: %s-%ld\r\n",
+                     r->order_prefix, k / 2);
+            snprintf(target, sizeof target, "/orders?sku=%s&qty=%d", s->name,
+                     r->qty);
+        } else {
+            snprintf(target, sizeof target, "/stock/%s/deduct?qty=%d", s->name,
+                     r->qty);
+        }
 
         struct httpc_resp resp;
         uint64_t t0 = now_us();
-        int rc = httpc_request(&conn[ii], "POST", target, NULL, 0, &resp);
+        int rc = httpc_request_headers(&conn[ii], "POST", target,
+                                       r->orders ? key : NULL, NULL, 0, &resp);
         uint64_t dt = now_us() - t0;
         r->lat_us[k] = dt > UINT32_MAX ? UINT32_MAX : (uint32_t)dt;
 
+        if (r->orders && rc == 0) {
+            /* Sold is counted per order once both copies are in. */
+            char v[8];
+            struct answer *a = &r->ans[k];
+            a->status = resp.status;
+            a->replayed = httpc_reply_header(&conn[ii], "Idempotent-Replayed",
+                                             v, sizeof v) &&
+                          strcmp(v, "true") == 0;
+            snprintf(a->body, sizeof a->body, "%s", resp.body);
+        }
         struct instance *in = &r->inst[ii];
         if (rc != 0) {
             atomic_fetch_add(&r->other, 1);
@@ -131,7 +167,8 @@ static void *client(void *arg)
         } else if (resp.status == 200) {
             atomic_fetch_add(&r->ok, 1);
             atomic_fetch_add(&in->ok, 1);
-            atomic_fetch_add(&s->sold, r->qty);
+            if (!r->orders)
+                atomic_fetch_add(&s->sold, r->qty);
         } else if (resp.status == 409) {
             atomic_fetch_add(&r->insufficient, 1);
             atomic_fetch_add(&in->insufficient, 1);
@@ -227,19 +264,24 @@ cleanup:
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: inventory-load --instances HOST:PORT[,HOST:PORT...] "
-               "[options]\n"
-               "  --requests N     deductions to send (default 2000)\n"
-               "  --concurrency N  client threads (default 32)\n"
-               "  --skus A[,B...]  SKUs, used in turn (default demo)\n"
-               "  --qty N          units per deduction (default 1)\n"
-               "  --seed N         set each SKU's stock to N first "
-               "(default: keep it)\n"
-               "  --label TEXT     name of the run in the SUMMARY line\n"
-               "  --ping HOST:PORT GET /ping there while the deductions run\n"
-               "  --ping-every-ms N pause between pings (default 5)\n"
-               "  --check          exit 3 unless oversold = 0, no lost update "
-               "and no error\n");
+    fprintf(f,
+            "usage: inventory-load --instances HOST:PORT[,HOST:PORT...] "
+            "[options]\n"
+            "  --requests N     deductions to send (default 2000)\n"
+            "  --concurrency N  client threads (default 32)\n"
+            "  --skus A[,B...]  SKUs, used in turn (default demo)\n"
+            "  --qty N          units per deduction (default 1)\n"
+            "  --seed N         set each SKU's stock to N first "
+            "(default: keep it)\n"
+            "  --label TEXT     name of the run in the SUMMARY line\n"
+            "  --orders N       N orders (POST /orders), each sent twice "
+            "with one\n"
+            "                   Idempotency-Key, instead of --requests\n"
+            "  --ping HOST:PORT GET /ping there while the deductions run\n"
+            "  --ping-every-ms N pause between pings (default 5)\n"
+            "  --check          exit 3 unless oversold = 0, no lost update "
+            "and no error\n"
+            "                   (--orders: and every copy answered alike)\n");
 }
 
 static long num_arg(const char *opt, const char *v, long min, long max)
@@ -297,6 +339,8 @@ static void parse_args(int argc, char **argv, struct run *r)
             ping = v;
         else if (strcmp(a, "--ping-every-ms") == 0)
             ping_every_ms = (int)num_arg(a, v, 0, 10000);
+        else if (strcmp(a, "--orders") == 0)
+            r->orders = num_arg(a, v, 1, 50000000);
         else if (strcmp(a, "--requests") == 0)
             r->requests = num_arg(a, v, 1, 100000000);
         else if (strcmp(a, "--concurrency") == 0)
@@ -335,6 +379,8 @@ static void parse_args(int argc, char **argv, struct run *r)
     for (int i = 0; i < n; i++)
         memcpy(r->sku[i].name, list[i], sizeof r->sku[i].name);
     r->nsku = n;
+    if (r->orders)
+        r->requests = 2 * r->orders;
     if (ping) {
         static struct pinger p;
         if (httpc_parse_hostport(ping, p.inst.host, sizeof p.inst.host,
@@ -385,7 +431,13 @@ int main(int argc, char **argv)
             return 1;
     }
     r.lat_us = calloc((size_t)r.requests, sizeof *r.lat_us);
-    if (!r.lat_us) {
+    if (r.orders) {
+        /* Keys of their own: a key stays used for the service's 24 h. */
+        snprintf(r.order_prefix, sizeof r.order_prefix, "o%ld-%ld",
+                 (long)getpid(), (long)time(NULL));
+        r.ans = calloc((size_t)r.requests, sizeof *r.ans);
+    }
+    if (!r.lat_us || (r.orders && !r.ans)) {
         fprintf(stderr, "inventory-load: out of memory\n");
         return 1;
     }
@@ -418,6 +470,24 @@ int main(int argc, char **argv)
         pthread_join(ping_th, NULL);
     }
     progress(&r, t0, 1);
+
+    /* Orders: both copies of each in, compare them; the order sold once
+     * when answered 200. */
+    long same = 0, differ = 0, replayed = 0;
+    for (long j = 0; j < r.orders; j++) {
+        const struct answer *a = &r.ans[2 * j], *b = &r.ans[2 * j + 1];
+        if (a->status && a->status == b->status &&
+            strcmp(a->body, b->body) == 0)
+            same++;
+        else if (differ++ == 0)
+            printf("order %s-%ld answered differently: HTTP %d %s / HTTP %d "
+                   "%s\n",
+                   r.order_prefix, j, a->status, a->body, b->status, b->body);
+        replayed += a->replayed + b->replayed;
+        if (a->status == 200 || b->status == 200)
+            atomic_fetch_add(&r.sku[j % r.nsku].sold, r.qty);
+    }
+    free(r.ans);
 
     long long initial = 0, final = 0, sold = 0, oversold = 0, lost = 0;
     int final_ok = 1;
@@ -488,6 +558,18 @@ int main(int argc, char **argv)
            ok, ins, lf, other);
     if (r.first_err[0])
         printf("first error: %s\n", r.first_err);
+    char orders_json[192] = "";
+    if (r.orders) {
+        /* lost updates < 0: more went than was sold (a copy deducted). */
+        printf("orders %ld, each sent twice: %ld answered alike, %ld "
+               "differently, %ld replays flagged; deducted %lld units for "
+               "%lld sold\n",
+               r.orders, same, differ, replayed, initial - final, sold);
+        snprintf(orders_json, sizeof orders_json,
+                 ",\"orders\":%ld,\"same\":%ld,\"differ\":%ld,"
+                 "\"replayed\":%ld,\"deducted\":%lld",
+                 r.orders, same, differ, replayed, initial - final);
+    }
     printf("stock: initial %lld, final %lld, sold %lld units -> oversold %lld, "
            "lost updates %lld\n",
            initial, final, sold, oversold, lost);
@@ -496,14 +578,14 @@ int main(int argc, char **argv)
            "\"initial\":%lld,\"final\":%lld,\"sold\":%lld,\"oversold\":%lld,"
            "\"lost_updates\":%lld,\"seconds\":%.3f,\"rps\":%.1f,"
            "\"p50_ms\":%.2f,\"p99_ms\":%.2f,\"ok_by_instance\":[%s],"
-           "\"p99_ms_by_instance\":[%s]%s}\n",
+           "\"p99_ms_by_instance\":[%s]%s%s}\n",
            r.label, done, ok, ins, lf, other, initial, final, sold, oversold,
            lost, secs, done / secs, p50 / 1000.0, p99 / 1000.0, by_ok, by_p99,
-           ping_json);
+           ping_json, orders_json);
     free(r.lat_us);
     if (!final_ok)
         return 1;
-    if (r.check && (oversold != 0 || lost != 0 || other != 0 ||
+    if (r.check && (oversold != 0 || lost != 0 || other != 0 || differ != 0 ||
                     (r.ping && r.ping->failed != 0)))
         return 3;
     return 0;

@@ -18,8 +18,15 @@
  *   4. Redis stopped: deduct answers 503 with lw_strerror()'s text on every
  *      instance (the event loop's on_fail included), the stock is untouched
  *      and /ping still answers; Redis back: deduct works again.
+ * Before 2, orders (POST /orders, REDIS_ONCE per Idempotency-Key): one key
+ * sent twice deducts once and gets the same answer twice, the second
+ * flagged Idempotent-Replayed; two keys deduct twice; one key sent to two
+ * instances at once (the first run held up inside its body) deducts once;
+ * the error cases, and 501 on the event loop.
  * EXTRA SERVICE ARGS (given to every instance) exist to prove the test can
- * fail: "-- --no-lock" must make steps 2, 3 and 4 fail.
+ * fail: "-- --no-lock" must make steps 2, 3 and 4 fail.  The orders' checks
+ * fail on a service built without orders.c's REDIS_ONCE (a replay deducts
+ * again; the copies sent at once deduct twice).
  */
 /* mkdtemp(), setenv() are POSIX, not C11. */
 #ifndef _GNU_SOURCE /* the harness target defines it too */
@@ -310,6 +317,152 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
+/* POST /orders?sku=..&qty=.. to instance i with Idempotency-Key key (none
+ * when NULL): the status, the body in out, *replayed from the reply's
+ * Idempotent-Replayed header. */
+static int order(int i, const char *key, const char *query, char *out,
+                 size_t outlen, int *replayed)
+{
+    struct httpc c;
+    struct httpc_resp r;
+    char target[256], hdr[128] = "", v[16];
+    snprintf(target, sizeof target, "/orders%s", query);
+    if (key)
+        snprintf(hdr, sizeof hdr, "Idempotency-Key: %s\r\n", key);
+    httpc_init(&c, "127.0.0.1", svc[i].port, 30000);
+    int rc = httpc_request_headers(&c, "POST", target, hdr, NULL, 0, &r);
+    CHECK_MSG(rc == 0, "POST %s (key %s): %s", target, key ? key : "-", c.err);
+    snprintf(out, outlen, "%s", r.body);
+    *replayed = httpc_reply_header(&c, "Idempotent-Replayed", v, sizeof v) &&
+                strcmp(v, "true") == 0;
+    int status = r.status;
+    httpc_close(&c);
+    return status;
+}
+
+static void expect_order(int i, const char *key, const char *query, int want,
+                         const char *want_in_body)
+{
+    char out[1024];
+    int replayed;
+    int got = order(i, key, query, out, sizeof out, &replayed);
+    CHECK_MSG(got == want && strstr(out, want_in_body),
+              "POST /orders%s (key %s) on instance %d: HTTP %d %s, expected "
+              "%d with %s",
+              query, key ? key : "-", i, got, out, want, want_in_body);
+    printf("ok  POST   /orders%-33.33s key %-8.8s -> %d\n", query,
+           key ? key : "-", got);
+}
+
+/* An order sent from a thread of its own. */
+struct pending_order {
+    int inst;
+    const char *key, *query;
+    pthread_t th;
+    int status, replayed;
+    char body[512];
+};
+
+static void *pending_order_run(void *arg)
+{
+    struct pending_order *d = arg;
+    d->status =
+        order(d->inst, d->key, d->query, d->body, sizeof d->body, &d->replayed);
+    return NULL;
+}
+
+/* POST /orders: REDIS_ONCE per Idempotency-Key, on the threaded instances
+ * (the event loop answers 501). */
+static void orders_cases(void)
+{
+    char a[512], b[512];
+    int ra, rb;
+
+    expect(0, "PUT", "/stock/e2e-ord?qty=10", NULL, 200, "\"stock\":10");
+    /* Errors: nothing placed, nothing remembered. */
+    expect_order(0, NULL, "?sku=e2e-ord&qty=1", 400, "Idempotency-Key");
+    expect_order(0, "bad.key", "?sku=e2e-ord&qty=1", 400, "Idempotency-Key");
+    expect_order(0, "e2e-k0", "?qty=1", 400, "sku");
+    expect_order(0, "e2e-k0", "?sku=bad.sku&qty=1", 400, "sku");
+    expect_order(0, "e2e-k0", "?sku=e2e-ord", 400, "missing qty");
+    expect_order(0, "e2e-k0", "?sku=e2e-ord&qty=0", 400, "qty");
+    expect(0, "GET", "/orders", NULL, 405, "POST");
+    if (instances > LOOP)
+        expect_order(LOOP, "e2e-k0", "?sku=e2e-ord&qty=1", 501,
+                     "inventory-service");
+    CHECK_EQ(stock_of(0, "e2e-ord"), 10);
+
+    /* One key twice, to two instances one after the other: one deduction,
+     * the same answer, the second the stored one. */
+    CHECK_EQ(order(0, "e2e-k1", "?sku=e2e-ord&qty=2", a, sizeof a, &ra), 200);
+    CHECK_EQ(order(1, "e2e-k1", "?sku=e2e-ord&qty=2", b, sizeof b, &rb), 200);
+    CHECK_MSG(strcmp(a, b) == 0, "a replay answered %s, the order %s", b, a);
+    CHECK_MSG(strstr(a, "\"order\":\"e2e-k1\"") && strstr(a, "\"stock\":8"),
+              "order e2e-k1: %s", a);
+    CHECK_MSG(!ra && rb,
+              "Idempotent-Replayed: %d on the order, %d on the "
+              "replay",
+              ra, rb);
+    CHECK_EQ(stock_of(2, "e2e-ord"), 8);
+    /* ... and again later, after another order moved the stock: still the
+     * first answer, nothing deducted.  A new key deducts. */
+    CHECK_EQ(order(2, "e2e-k2", "?sku=e2e-ord&qty=3", b, sizeof b, &rb), 200);
+    CHECK_MSG(strstr(b, "\"stock\":5") && !rb, "order e2e-k2: %s", b);
+    CHECK_EQ(order(2, "e2e-k1", "?sku=e2e-ord&qty=2", b, sizeof b, &rb), 200);
+    CHECK_MSG(strcmp(a, b) == 0 && rb,
+              "a late replay answered %s, the "
+              "order %s",
+              b, a);
+    CHECK_EQ(stock_of(0, "e2e-ord"), 5);
+    /* An order refused for stock is an outcome too: replayed as 409. */
+    expect_order(1, "e2e-k3", "?sku=e2e-ord&qty=9", 409, "insufficient");
+    expect(0, "PUT", "/stock/e2e-ord?qty=20", NULL, 200, "\"stock\":20");
+    expect_order(0, "e2e-k3", "?sku=e2e-ord&qty=9", 409, "insufficient");
+    CHECK_EQ(stock_of(0, "e2e-ord"), 20);
+    printf("ok  orders: one key twice deducts once and answers alike; two "
+           "keys deduct twice\n");
+
+    /* One key to two instances at once.  This process holds the stock lock,
+     * so the first run waits inside its body (deduct() waits up to 5 s)
+     * while the other copy waits for the mark (up to 10 s): released, one
+     * deduction, one answer. */
+    const char *lock = "stock:e2e-ord"; /* deduct()'s "stock:{sku}" */
+    lw_lock_opts o = {.expire_ms = 30000, .wait_ms = 2000, .max_renew = -1};
+    lw_lease *lease = NULL;
+    CHECK_RC(lw_acquire(lock, strlen(lock), &o, &lease), LW_OK);
+    struct pending_order d[2] = {
+        {.inst = 0, .key = "e2e-k4", .query = "?sku=e2e-ord&qty=4"},
+        {.inst = 1, .key = "e2e-k4", .query = "?sku=e2e-ord&qty=4"},
+    };
+    for (int i = 0; i < 2; i++)
+        CHECK(pthread_create(&d[i].th, NULL, pending_order_run, &d[i]) == 0);
+    /* Both in: one run holds the mark, the other copy in its queue. */
+    long long queued = 0;
+    for (int tries = 0; tries < 300 && queued < 1; tries++) {
+        queued = rh_cmd_int(&redis, "ZCARD {lock:order:e2e-k4}:q");
+        if (queued < 1)
+            sleep_ms(10);
+    }
+    CHECK_MSG(queued == 1,
+              "the second copy of order e2e-k4 never waited "
+              "for the first (queue %lld)",
+              queued);
+    CHECK_EQ(stock_of(2, "e2e-ord"), 20);
+    CHECK_RC(lw_release(lease), LW_OK);
+    for (int i = 0; i < 2; i++)
+        pthread_join(d[i].th, NULL);
+    CHECK_MSG(d[0].status == 200 && d[1].status == 200 &&
+                  strcmp(d[0].body, d[1].body) == 0,
+              "order e2e-k4 at once on two instances: HTTP %d %s / HTTP %d %s",
+              d[0].status, d[0].body, d[1].status, d[1].body);
+    CHECK_MSG(strstr(d[0].body, "\"stock\":16") &&
+                  d[0].replayed + d[1].replayed == 1,
+              "order e2e-k4: %s, replayed %d + %d", d[0].body, d[0].replayed,
+              d[1].replayed);
+    CHECK_EQ(stock_of(2, "e2e-ord"), 16);
+    printf("ok  orders: one key at once on two instances deducts once\n");
+}
+
 /* A lock held elsewhere: this process takes the services' key for the SKU,
  * as a third kind of host would. */
 static void lock_held_elsewhere(void)
@@ -504,6 +657,7 @@ int main(int argc, char **argv)
                   "instance %d did not start", i);
 
     error_cases();
+    orders_cases();
     if (instances > LOOP)
         loop_cases();
     load_run(argv[2]);
