@@ -9,6 +9,7 @@
 #include "fd_proxy.h"
 #include "fw_shared.h"
 #include "redis_harness.h"
+#include "rh_sentinel.h"
 
 #define FD_MAX_PROCS 32
 
@@ -36,11 +37,20 @@ struct fd_case {
     int ctl;         /* the fault runs lockweave-ctl (--ctl) */
     int del_refused; /* forced-unlock: DEL a key lockweave-ctl refuses */
     int threads;     /* threads per worker unless --threads says (0: 3) */
+    /* Redis Sentinel (tests/harness/rh_sentinel.h) instead of one server:
+     * 1 master + 2 replicas + 3 sentinels; worker i gets the sentinel URL
+     * listing the sentinels from i on (so the processes listen to
+     * different sentinels for +switch-master). */
+    int sentinel;
+    int wait_replicas; /* LOCKWEAVE_WAIT_REPLICAS for the workers (0: off) */
 };
 
 struct fd_run {
     const struct fd_case *c;
-    rh_server srv;
+    rh_server srv;  /* one server; unused by the Sentinel cases */
+    rh_sentinel sn; /* the Sentinel cases' servers */
+    int sentinel_up;
+    int wait_replicas; /* the workers': the case's, or --wait-replicas */
     struct fd_proxy *proxy;
     struct fw_shared *shared;
     char dir[512];

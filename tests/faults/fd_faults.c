@@ -460,6 +460,229 @@ static int eviction(struct fd_run *r)
     return 0;
 }
 
+/* Redis Sentinel (fd_case.sentinel).  Every wait is bounded by a
+ * deadline this generous, never a fixed sleep: a promotion takes
+ * down-after-milliseconds (0.5 s) plus an election, a node that came back
+ * is made a replica a second or two later, and on a loaded machine either
+ * can take several times that.  A deadline missed is a FAULT-ERROR (the
+ * case fails as "could not inject"), not a verdict on lockweave. */
+#define SENTINEL_WAIT_MS 30000
+
+/* SENTINEL MASTER field `name` (a flat list of names and values), or "". */
+static const char *field(const redisReply *r, const char *name)
+{
+    for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements;
+         i += 2)
+        if (r->element[i]->type == REDIS_REPLY_STRING &&
+            strcmp(r->element[i]->str, name) == 0 &&
+            r->element[i + 1]->type == REDIS_REPLY_STRING)
+            return r->element[i + 1]->str;
+    return "";
+}
+
+/* 1 when node n is a replica of master m done with its sync. */
+static int synced_replica_of(rh_server *n, const rh_server *m)
+{
+    char port[32];
+    redisReply *rep = rh_cmd(n, "INFO replication");
+    snprintf(port, sizeof port, "master_port:%d\r\n", m->port);
+    int ok = rep != NULL && rep->type == REDIS_REPLY_STRING &&
+             strstr(rep->str, "role:slave") != NULL &&
+             strstr(rep->str, port) != NULL &&
+             strstr(rep->str, "master_link_status:up") != NULL &&
+             strstr(rep->str, "master_sync_in_progress:0") != NULL;
+    freeReplyObject(rep);
+    return ok;
+}
+
+/* 1 when sentinel k names m master, with no failover under way, and sees
+ * both other nodes as replicas that are up (flags exactly "slave": not
+ * s_down, not disconnected), so that it can fail m over to either. */
+static int sentinel_steady(struct fd_run *r, int k, const rh_server *m)
+{
+    rh_server *sen = &r->sn.sentinel[k];
+    redisReply *rep = rh_cmd(sen, "SENTINEL MASTER %s", RH_SENTINEL_NAME);
+    int ok = rep != NULL && atoi(field(rep, "port")) == m->port &&
+             strcmp(field(rep, "flags"), "master") == 0 &&
+             atoi(field(rep, "num-slaves")) == RH_SENTINEL_NODES - 1;
+    freeReplyObject(rep);
+    if (!ok)
+        return 0;
+    rep = rh_cmd(sen, "SENTINEL REPLICAS %s", RH_SENTINEL_NAME);
+    int up = 0;
+    for (size_t i = 0;
+         rep && rep->type == REDIS_REPLY_ARRAY && i < rep->elements; i++)
+        up += strcmp(field(rep->element[i], "flags"), "slave") == 0;
+    freeReplyObject(rep);
+    return up == RH_SENTINEL_NODES - 1;
+}
+
+/* Wait until m is the master everywhere: ROLE master, the other nodes its
+ * synced replicas, every sentinel steady on it.  0, or -1 (logged). */
+static int sentinel_settle(struct fd_run *r, rh_server *m)
+{
+    int64_t deadline = fd_now_ms() + SENTINEL_WAIT_MS;
+    for (;;) {
+        int ok = rh_sentinel_is_master(m);
+        for (int n = 0; ok && n < RH_SENTINEL_NODES; n++)
+            if (&r->sn.node[n] != m)
+                ok = synced_replica_of(&r->sn.node[n], m);
+        for (int k = 0; ok && k < RH_SENTINELS; k++)
+            ok = sentinel_steady(r, k, m);
+        if (ok)
+            return 0;
+        if (fd_now_ms() > deadline) {
+            fd_log(r,
+                   "FAULT-ERROR sentinel: :%d not settled as master after "
+                   "%d ms",
+                   m->port, SENTINEL_WAIT_MS);
+            return -1;
+        }
+        fd_sleep_ms(20);
+    }
+}
+
+/* The master every sentinel names, settled; NULL (logged) if none. */
+static rh_server *sentinel_master(struct fd_run *r)
+{
+    rh_server *m = rh_sentinel_master_by(&r->sn, -1);
+    if (m == NULL) {
+        fd_log(r, "FAULT-ERROR sentinel: no sentinel names a master");
+        return NULL;
+    }
+    return sentinel_settle(r, m) == 0 ? m : NULL;
+}
+
+/* Writes the store accepted so far, all keys. */
+static unsigned long long store_writes(struct fd_run *r)
+{
+    unsigned long long n = 0;
+    for (int k = 0; k < r->keys; k++)
+        n += __atomic_load_n(&r->shared->keys[k].writes, __ATOMIC_ACQUIRE);
+    return n;
+}
+
+/* Sections resumed after each failover, not only after the last one (which
+ * the checker sees): RESUME_WRITES writes accepted since the promotion. */
+#define RESUME_WRITES 10
+
+/* After a promotion: the old master back as a replica, the topology steady
+ * again (so that the next fault, and WAIT for 2 replicas, find it whole),
+ * and sections going on.  `writes`: store_writes() at the promotion. */
+static int sentinel_recover(struct fd_run *r, rh_server *old, rh_server *fresh,
+                            unsigned long long writes)
+{
+    int64_t deadline = fd_now_ms() + SENTINEL_WAIT_MS;
+    if (rh_sentinel_wait_replica(old, SENTINEL_WAIT_MS) != 0) {
+        fd_log(r, "FAULT-ERROR sentinel: :%d not made a replica", old->port);
+        return -1;
+    }
+    if (sentinel_settle(r, fresh) != 0)
+        return -1;
+    while (store_writes(r) < writes + RESUME_WRITES) {
+        if (fd_now_ms() > deadline) {
+            fd_log(r,
+                   "FAULT-ERROR sentinel: sections did not resume on :%d "
+                   "(%llu writes in %d ms)",
+                   fresh->port, store_writes(r) - writes, SENTINEL_WAIT_MS);
+            return -1;
+        }
+        fd_sleep_ms(5);
+    }
+    return 0;
+}
+
+/* The master SIGKILLed; the sentinels promote a replica; the killed node
+ * started again (an empty dataset: no persistence), which the sentinels
+ * make a replica of the new master. */
+static int sentinel_failover(struct fd_run *r)
+{
+    char detail[128];
+    rh_server *old = sentinel_master(r), *fresh;
+    if (old == NULL)
+        return -1;
+    int64_t t0 = fw_now_ns();
+    if (rh_kill(old) != 0)
+        return -1;
+    if ((fresh = rh_sentinel_wait_failover(&r->sn, old, SENTINEL_WAIT_MS)) ==
+        NULL) {
+        fd_log(r, "FAULT-ERROR sentinel: no promotion after killing :%d",
+               old->port);
+        return -1;
+    }
+    int64_t promoted = fw_now_ns();
+    unsigned long long writes = store_writes(r);
+    if (rh_start_again(old) != 0 ||
+        sentinel_recover(r, old, fresh, writes) != 0)
+        return -1;
+    snprintf(detail, sizeof detail,
+             "killed=:%d promoted=:%d after=%lldms back-as-replica=%lldms",
+             old->port, fresh->port, (long long)(promoted - t0) / 1000000,
+             (long long)(fw_now_ns() - t0) / 1000000);
+    log_fault(r, "sentinel-failover", t0, detail);
+    return 0;
+}
+
+/* SENTINEL FAILOVER through one of the sentinels (each fault the next):
+ * the master stays up, a replica is promoted, the old master is demoted a
+ * second or two later.  The next sentinel is stopped (SIGSTOP) through it,
+ * until the old master is a replica: the worker that listens to it (worker
+ * i lists sentinel i first) hears no +switch-master and, like a process
+ * whose announcement was lost, goes on locking on the old master while the
+ * others lock on the new one (tests/sentinel/test_sentinel_switchover.c
+ * does the same). */
+static int sentinel_switchover(struct fd_run *r)
+{
+    char detail[160];
+    rh_server *old = sentinel_master(r), *fresh;
+    int k = r->nth++ % RH_SENTINELS, deaf = (k + 1) % RH_SENTINELS, ok = 0;
+    if (old == NULL)
+        return -1;
+    int64_t t0 = fw_now_ns(), deadline = fd_now_ms() + SENTINEL_WAIT_MS;
+    if (rh_pause(&r->sn.sentinel[deaf]) != 0)
+        return -1;
+    while (!ok) {
+        /* -INPROG (a failover still winding down) or -NOGOODSLAVE (the
+         * sentinel's view of a replica not fresh yet): ask again. */
+        redisReply *rep = rh_cmd(&r->sn.sentinel[k], "SENTINEL FAILOVER %s",
+                                 RH_SENTINEL_NAME);
+        ok = rep != NULL && rep->type == REDIS_REPLY_STATUS;
+        if (!ok && fd_now_ms() > deadline) {
+            fd_log(r, "FAULT-ERROR sentinel: SENTINEL FAILOVER: %s",
+                   rep && rep->type == REDIS_REPLY_ERROR ? rep->str
+                                                         : "no answer");
+            freeReplyObject(rep);
+            break;
+        }
+        freeReplyObject(rep);
+        if (!ok)
+            fd_sleep_ms(100);
+    }
+    /* Demoted: from here on the old master refuses writes (READONLY). */
+    if (ok && rh_sentinel_wait_replica(old, SENTINEL_WAIT_MS) != 0) {
+        fd_log(r, "FAULT-ERROR sentinel: :%d not demoted", old->port);
+        ok = 0;
+    }
+    if (rh_resume(&r->sn.sentinel[deaf]) != 0 || !ok)
+        return -1;
+    if ((fresh = rh_sentinel_wait_failover(&r->sn, old, SENTINEL_WAIT_MS)) ==
+        NULL) {
+        fd_log(r, "FAULT-ERROR sentinel: no switchover from :%d", old->port);
+        return -1;
+    }
+    int64_t demoted = fw_now_ns();
+    if (sentinel_recover(r, old, fresh, store_writes(r)) != 0)
+        return -1;
+    snprintf(detail, sizeof detail,
+             "via=:%d deaf=:%d old=:%d promoted=:%d demoted=%lldms "
+             "steady=%lldms",
+             r->sn.sentinel[k].port, r->sn.sentinel[deaf].port, old->port,
+             fresh->port, (long long)(demoted - t0) / 1000000,
+             (long long)(fw_now_ns() - t0) / 1000000);
+    log_fault(r, "sentinel-switchover", t0, detail);
+    return 0;
+}
+
 void fd_faults_finish(struct fd_run *r)
 {
     if (r->sub == NULL)
@@ -515,6 +738,17 @@ const struct fd_case fd_cases[] = {
      .threads = 5},
     {"eviction-sem", GUARDED, SEM, .evict = 1, .inject = eviction,
      .gap_ms = 100},
+    /* Redis Sentinel: 1 master + 2 replicas + 3 sentinels.  A killed
+     * master's last locks may miss the promoted replica: their holders are
+     * told LW_ELOST (no wait_replicas needed for the checker's rules).  A
+     * switchover leaves the old master writable until it is demoted: only
+     * wait_replicas = every replica keeps two LW_OK sections apart
+     * (docs/operations.md, "Redis Sentinel"). */
+    {"sentinel-failover", GUARDED, MUTEX, .sentinel = 1,
+     .inject = sentinel_failover, .gap_ms = 1000},
+    {"sentinel-switchover", GUARDED, MUTEX, .sentinel = 1,
+     .inject = sentinel_switchover, .gap_ms = 1000,
+     .wait_replicas = RH_SENTINEL_NODES - 1},
     /* The checker's self-tests: these must be caught. */
     {"selftest-unguarded", .mode = FW_UNGUARDED, .fence_check = 1, MUTEX,
      .expect = FD_EXPECT_OVERLAP},

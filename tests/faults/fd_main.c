@@ -3,7 +3,7 @@
  *
  *   lw_faults --case NAME [--seconds S | --soak MINUTES] [--procs P]
  *             [--threads T] [--keys K] [--out DIR] [--results FILE]
- *             [--ctl PATH]
+ *             [--ctl PATH] [--wait-replicas N]
  *   lw_faults --list
  *
  * One run is one case: a private redis-server (tests/harness), P worker
@@ -15,6 +15,12 @@
  * whether the case held.  Exit status 0: it did.  The run directory keeps
  * every record (kept on failure or with --out; a temporary one is removed
  * after a pass).
+ *
+ * The Sentinel cases (sentinel-*) start a master, two replicas and three
+ * sentinels (tests/harness/rh_sentinel.h) instead of one server; the
+ * workers get a redis+sentinel:// URL.  --wait-replicas N overrides the
+ * case's LOCKWEAVE_WAIT_REPLICAS for the workers (0: off), to see what
+ * breaks without it.
  */
 #include "fc_check.h"
 #include "fd.h"
@@ -62,12 +68,34 @@ void fd_log(struct fd_run *r, const char *fmt, ...)
     fw_write_all(r->log_fd, line, (size_t)n);
 }
 
+/* Behind Sentinel, worker i lists the sentinels from i on: a process asks
+ * (and listens to) the first one that answers, so the processes hear
+ * +switch-master from different sentinels, at different moments, as the
+ * instances of an application configured one by one would. */
+static void sentinel_url(struct fd_run *r, int i, char *url, size_t cap)
+{
+    int len = snprintf(url, cap, "redis+sentinel://");
+    for (int k = 0; k < RH_SENTINELS && len > 0 && (size_t)len < cap; k++)
+        len +=
+            snprintf(url + len, cap - (size_t)len, "%s127.0.0.1:%d",
+                     k ? "," : "", r->sn.sentinel[(i + k) % RH_SENTINELS].port);
+    if (len > 0 && (size_t)len < cap)
+        snprintf(url + len, cap - (size_t)len, "/" RH_SENTINEL_NAME);
+}
+
 int fd_spawn_worker(struct fd_run *r, int i)
 {
     char errpath[600], nthreads[16];
     char *argv[] = {r->worker_exe, r->shared_path, r->dir, nthreads, NULL};
     pid_t parent = getpid(), pid;
 
+    if (r->c->sentinel) {
+        /* The driver's main thread is the only one that spawns; no other
+         * thread of it reads the environment. */
+        char url[256];
+        sentinel_url(r, i, url, sizeof url);
+        setenv("LOCKWEAVE_REDIS_URL", url, 1);
+    }
     snprintf(nthreads, sizeof nthreads, "%d", r->threads);
     snprintf(errpath, sizeof errpath, "%s/worker%d.err", r->dir, i);
     pid = fork();
@@ -205,7 +233,7 @@ static int run_case(struct fd_run *r, int seconds, const char *results)
 {
     const struct fd_case *c = r->c;
     rh_opts o;
-    char url[64];
+    char url[256];
     int rc = 1, setup_ok = 0;
 
     r->log_fd = -1;
@@ -238,13 +266,18 @@ static int run_case(struct fd_run *r, int seconds, const char *results)
                                                  NULL};
         o.extra_args = evict_args;
     }
-    if (rh_start(&r->srv, &o) != 0)
+    if (c->sentinel) {
+        if (rh_sentinel_start(&r->sn, NULL) != 0)
+            goto cleanup;
+        r->sentinel_up = 1;
+    } else if (rh_start(&r->srv, &o) != 0) {
         goto cleanup;
+    }
     r->shared = fw_shared_create(r->shared_path, r->keys, c->mode, c->kind,
                                  c->fence_check);
     if (r->shared == NULL)
         goto cleanup;
-    snprintf(url, sizeof url, "%s", r->srv.url);
+    snprintf(url, sizeof url, "%s", c->sentinel ? r->sn.url : r->srv.url);
     if (c->proxy) {
         if ((r->proxy = fd_proxy_start(r->srv.port)) == NULL)
             goto cleanup;
@@ -253,11 +286,23 @@ static int run_case(struct fd_run *r, int seconds, const char *results)
                  fd_proxy_port(r->proxy));
     }
     setenv("LOCKWEAVE_REDIS_URL", url, 1);
+    if (r->wait_replicas > 0) {
+        char n[16];
+        snprintf(n, sizeof n, "%d", r->wait_replicas);
+        setenv("LOCKWEAVE_WAIT_REPLICAS", n, 1);
+        /* Replicas acknowledge in milliseconds, but not always on a loaded
+         * machine: the default 100 ms would give locks back for nothing. */
+        setenv("LOCKWEAVE_WAIT_TIMEOUT_MS", "1000", 0);
+    } else {
+        unsetenv("LOCKWEAVE_WAIT_REPLICAS");
+    }
     fd_log(r,
            "CASE %s expect=%d faults=%d procs=%d threads=%d keys=%d "
-           "seconds=%d kind=%s",
+           "seconds=%d kind=%s wait_replicas=%d",
            c->name, c->expect, c->inject != NULL, r->procs, r->threads, r->keys,
-           seconds, fw_kind_name(c->kind));
+           seconds, fw_kind_name(c->kind), r->wait_replicas);
+    if (c->sentinel)
+        fd_log(r, "SENTINEL %s", r->sn.url);
     for (int i = 0; i < r->procs; i++)
         if (fd_spawn_worker(r, i) != 0)
             goto cleanup;
@@ -292,7 +337,11 @@ cleanup:
     }
     fd_proxy_stop(r->proxy);
     r->proxy = NULL;
-    rh_stop(&r->srv);
+    if (r->sentinel_up)
+        rh_sentinel_stop(&r->sn);
+    else
+        rh_stop(&r->srv);
+    r->sentinel_up = 0;
     if (r->log_fd >= 0)
         close(r->log_fd);
     if (setup_ok)
@@ -305,7 +354,8 @@ static void usage(const char *argv0)
     fprintf(stderr,
             "usage: %s --case NAME [--seconds S | --soak MINUTES] "
             "[--procs P] [--threads T] [--keys K] [--out DIR] "
-            "[--results FILE] [--ctl PATH]\n       %s --list\n",
+            "[--results FILE] [--ctl PATH] [--wait-replicas N]\n"
+            "       %s --list\n",
             argv0, argv0);
 }
 
@@ -313,7 +363,7 @@ int main(int argc, char **argv)
 {
     static struct fd_run run;
     const char *name = NULL, *results = NULL, *out = NULL;
-    int seconds = 8, rc;
+    int seconds = 8, rc, wait_replicas = -1;
 
     run.procs = 3;
     run.threads = 0; /* the case's, or 3 */
@@ -346,6 +396,8 @@ int main(int argc, char **argv)
             out = v;
         else if (strcmp(a, "--results") == 0)
             results = v;
+        else if (strcmp(a, "--wait-replicas") == 0)
+            wait_replicas = atoi(v);
         else if (strcmp(a, "--ctl") == 0)
             snprintf(run.ctl, sizeof run.ctl, "%s", v);
         else {
@@ -356,6 +408,9 @@ int main(int argc, char **argv)
     run.c = name ? fd_case_find(name) : NULL;
     if (run.c != NULL && run.threads == 0)
         run.threads = run.c->threads > 0 ? run.c->threads : 3;
+    if (run.c != NULL)
+        run.wait_replicas =
+            wait_replicas >= 0 ? wait_replicas : run.c->wait_replicas;
     if (run.c == NULL || seconds < 3 || run.procs < 1 ||
         run.procs > FD_MAX_PROCS || run.threads < 1 || run.keys < 1 ||
         run.keys > FW_MAX_KEYS) {
