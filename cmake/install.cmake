@@ -8,7 +8,9 @@ include(CMakePackageConfigHelpers)
 
 set(LW_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/lockweave)
 
+# <lockweave.hpp>: the header-only C++17 layer over it.
 install(FILES ${PROJECT_SOURCE_DIR}/include/lockweave.h
+              ${PROJECT_SOURCE_DIR}/include/lockweave.hpp
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
 # The event-loop adapters, header-only: their users link libuv or libevent.
 install(FILES ${PROJECT_SOURCE_DIR}/include/lockweave/uv.h
