@@ -26,7 +26,6 @@
 #include "base/backoff.h"
 #include "base/clock.h"
 #include "base/config.h"
-#include "base/gate.h"
 #include "base/log.h"
 #include "base/result.h"
 #include "net/conn.h"
@@ -219,7 +218,6 @@ int lw__redlock_acquire(struct lw_hold *l, const lw_lock_opts *opts,
     *fence = 0;
     l->drift_ms = drift_ms(l->expire_ms);
     for (;;) {
-        int64_t left_us, pause_us;
         /* A new token per round: a SET that reaches a hung master after
          * we gave up on it must not pass for a grant of a later round. */
         rc = lw__token_new(l->token);
@@ -232,16 +230,9 @@ int lw__redlock_acquire(struct lw_hold *l, const lw_lock_opts *opts,
         if (!waited)
             lw__hold_contended(l);
         waited = 1;
-        left_us = deadline_us - lw__now_us();
-        if (left_us <= 0) {
-            rc = LW_ETIMEOUT;
+        rc = lw__backoff_pause(&backoff, deadline_us);
+        if (rc != 0)
             break;
-        }
-        pause_us = lw__backoff_step(&backoff);
-        if (lw__gate_sleep_us(pause_us < left_us ? pause_us : left_us)) {
-            rc = LW_ESHUTDOWN;
-            break;
-        }
     }
     if (waited)
         lw__hold_waited(l, start_us);

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "base/backoff.h"
-#include "base/gate.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/result.h"
@@ -290,7 +289,6 @@ int lw__route_run(const struct lw_settings *s, int slot,
     int n = lw__request_nreplies(q);
     struct lw_request sent = *q;
     int asking = 0, rc = LW_EREDIS;
-    int64_t left_us, pause_us;
     struct lw_backoff backoff = {RETRY_MIN_US, RETRY_MAX_US};
     struct lw_url to, target;
     char hostbuf[HOST_MAX];
@@ -387,12 +385,8 @@ int lw__route_run(const struct lw_settings *s, int slot,
             break;
         }
     retry:
-        left_us = deadline_us - lw__now_us();
-        if (left_us <= 0)
-            return rc;
-        pause_us = lw__backoff_step(&backoff);
-        if (lw__gate_sleep_us(pause_us < left_us ? pause_us : left_us))
-            return rc; /* lw_shutdown() */
+        if (lw__backoff_pause(&backoff, deadline_us) != 0)
+            return rc; /* out of time, or lw_shutdown() */
     }
 }
 

@@ -621,7 +621,6 @@ int lw__sentinel_run(const struct lw_settings *s, const struct lw_request *q,
     int n = lw__request_nreplies(q), rc;
     struct lw_request sent = *q;
     struct lw_backoff backoff = {RETRY_MIN_US, RETRY_MAX_US};
-    int64_t left_us, pause_us;
 
     *replayed = 0;
     *sent_us = 0;
@@ -678,12 +677,8 @@ int lw__sentinel_run(const struct lw_settings *s, const struct lw_request *q,
             lw__replies_free(out, n);
         return rc;
     retry:
-        left_us = deadline_us - lw__now_us();
-        if (left_us <= 0)
-            return rc;
-        pause_us = lw__backoff_step(&backoff);
-        if (lw__gate_sleep_us(pause_us < left_us ? pause_us : left_us))
-            return rc; /* lw_shutdown() */
+        if (lw__backoff_pause(&backoff, deadline_us) != 0)
+            return rc; /* out of time, or lw_shutdown() */
     }
 }
 
