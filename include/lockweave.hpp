@@ -11,8 +11,9 @@
  * lw::lease is a move-only owner of an lw_lease: its destructor calls
  * lw_release(); release() does so at once and returns the code.  A failed
  * acquire is an empty lease whose error() is the LW_E... code: nothing here
- * throws, so it builds with -fno-exceptions.  The loop functions
- * (lw::acquire_async(), lw::release_async()) take any callable.  Nothing
+ * throws, so it builds with -fno-exceptions.  lw::acquire_keys() takes
+ * several keys as one lease.  The loop functions (lw::acquire_async(),
+ * lw::acquire_keys_async(), lw::release_async()) take any callable.  Nothing
  * here needs linking beyond liblockweave.
  */
 #ifndef LOCKWEAVE_HPP
@@ -21,8 +22,10 @@
 #include <lockweave.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <new>
 #include <string_view>
 #include <utility>
@@ -130,6 +133,9 @@ class lease
 
 namespace detail
 {
+/* The most keys one lease takes (lw_acquire_keys()). */
+constexpr int keys_max = 64;
+
 /* A duration as lw_lock_opts's milliseconds; false when out of range. */
 inline bool to_ms(std::chrono::milliseconds d, std::uint32_t &out) noexcept
 {
@@ -173,6 +179,61 @@ inline lease acquire(std::string_view key, std::chrono::milliseconds expire,
 {
     lw_lock_opts o = lock_opts(expire, wait);
     return acquire(key, o);
+}
+
+namespace detail
+{
+/* keys as the C API's arrays; false when there are none or more than it
+ * takes (64). */
+template <class Keys>
+bool key_arrays(const Keys &keys, const void **ptrs, std::size_t *lens,
+                int &n) noexcept
+{
+    n = 0;
+    for (const auto &k : keys) {
+        std::string_view v(k);
+        if (n == keys_max)
+            return false;
+        ptrs[n] = v.data();
+        lens[n++] = v.size();
+    }
+    return n > 0;
+}
+} // namespace detail
+
+/* lw_acquire_keys() of keys with opts: one lease of every key or of none,
+ * taken in the global order whatever order keys lists them in (a key given
+ * twice is taken once).  keys is any range of things a std::string_view is
+ * made from, 1 to 64 of them (else an empty lease, LW_EINVAL). */
+template <class Keys>
+lease acquire_keys(const Keys &keys, const lw_lock_opts &opts) noexcept
+{
+    const void *ptrs[detail::keys_max];
+    std::size_t lens[detail::keys_max];
+    lw_lease *l = nullptr;
+    int n, rc;
+
+    if (!detail::key_arrays(keys, ptrs, lens, n))
+        return lease::failed(LW_EINVAL);
+    rc = lw_acquire_keys(ptrs, lens, n, &opts, &l);
+    if (rc != LW_OK || l == nullptr)
+        return lease::failed(rc != LW_OK ? rc : LW_EINVAL);
+    return lease(l);
+}
+
+/* The same, for a braced list: lw::acquire_keys({"from:1", "to:2"}, o). */
+inline lease acquire_keys(std::initializer_list<std::string_view> keys,
+                          const lw_lock_opts &opts) noexcept
+{
+    return acquire_keys<std::initializer_list<std::string_view>>(keys, opts);
+}
+
+/* Write locks on keys, as lock_opts(expire, wait) says. */
+inline lease acquire_keys(std::initializer_list<std::string_view> keys,
+                          std::chrono::milliseconds expire,
+                          std::chrono::milliseconds wait) noexcept
+{
+    return acquire_keys(keys, lock_opts(expire, wait));
 }
 
 /* ---------------------------------------------------------------------- */
@@ -227,6 +288,39 @@ int acquire_async(lw_loop *loop, std::string_view key, const lw_lock_opts &opts,
     if (rc != LW_OK)
         delete a;
     return rc;
+}
+
+/* lw_acquire_keys_async() of keys (as lw::acquire_keys() takes them) on
+ * loop, with cb as lw::acquire_async() says. */
+template <class Keys, class F>
+int acquire_keys_async(lw_loop *loop, const Keys &keys,
+                       const lw_lock_opts &opts, F &&cb)
+{
+    const void *ptrs[detail::keys_max];
+    std::size_t lens[detail::keys_max];
+    int n;
+
+    if (!detail::key_arrays(keys, ptrs, lens, n))
+        return LW_EINVAL;
+    detail::acquired *a = new (std::nothrow) detail::acquired;
+    if (a == nullptr)
+        return LW_ENOMEM;
+    a->fn = std::forward<F>(cb);
+    int rc = lw_acquire_keys_async(loop, ptrs, lens, n, &opts,
+                                   &detail::acquired::call, a);
+    if (rc != LW_OK)
+        delete a;
+    return rc;
+}
+
+/* The same, for a braced list of keys. */
+template <class F>
+int acquire_keys_async(lw_loop *loop,
+                       std::initializer_list<std::string_view> keys,
+                       const lw_lock_opts &opts, F &&cb)
+{
+    return acquire_keys_async<std::initializer_list<std::string_view>>(
+        loop, keys, opts, std::forward<F>(cb));
 }
 
 /* lw_release_async() of l on its loop: LW_OK, then cb(int status) runs

@@ -9,7 +9,11 @@
  *   busy     a busy key with wait 0: an empty lease, error() LW_ETIMEOUT,
  *            no exception; bad durations and keys: LW_EINVAL
  *   opts     the lw_lock_opts overload: two read leases share a key
- *   loop     acquire_async()/release_async() with lambdas on a poll() loop
+ *   keys     acquire_keys(): every key or none, a key given twice taken
+ *            once, each key's fence; a braced list and a vector of
+ *            strings; none or more than 64 keys: LW_EINVAL
+ *   loop     acquire_async(), acquire_keys_async() and release_async()
+ *            with lambdas on a poll() loop
  */
 #include <lockweave.hpp>
 
@@ -19,6 +23,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 extern "C" {
 #include "util.h"
@@ -178,6 +183,44 @@ static void opts()
     printf("opts: ok\n");
 }
 
+static void keys()
+{
+    std::uint64_t held0 = held_now();
+    {
+        lw::lease l =
+            lw::acquire_keys({"cxx:k:b", "cxx:k:a", "cxx:k:b"}, 10s, 0ms);
+        CHECK(l);
+        CHECK_EQ(lock_exists(&srv, "cxx:k:a"), 1);
+        CHECK_EQ(lock_exists(&srv, "cxx:k:b"), 1);
+        CHECK_EQ(held_now(), held0 + 2); /* "cxx:k:b" once */
+        CHECK(l.fence("cxx:k:a") > 0);
+        CHECK(l.fence("cxx:k:b") > 0);
+        CHECK_EQ(l.fence("cxx:k:c"), 0);
+        /* All or none: one key busy, nothing else is taken. */
+        std::vector<std::string> more = {"cxx:k:c", "cxx:k:a"};
+        lw::lease m = lw::acquire_keys(more, lw::lock_opts(10s, 0ms));
+        CHECK_RC(m.error(), LW_ETIMEOUT);
+        CHECK_EQ(lock_exists(&srv, "cxx:k:c"), 0);
+    }
+    CHECK_EQ(lock_exists(&srv, "cxx:k:a"), 0);
+    CHECK_EQ(lock_exists(&srv, "cxx:k:b"), 0);
+    CHECK_EQ(held_now(), held0);
+
+    std::vector<std::string> none, many;
+    for (int i = 0; i < 65; i++)
+        many.push_back("cxx:k:" + std::to_string(i));
+    CHECK_RC(lw::acquire_keys(none, lw::lock_opts(10s, 0ms)).error(),
+             LW_EINVAL);
+    CHECK_RC(lw::acquire_keys(many, lw::lock_opts(10s, 0ms)).error(),
+             LW_EINVAL);
+    many.pop_back(); /* 64: the most one lease takes */
+    lw::lease all = lw::acquire_keys(many, lw::lock_opts(10s, 0ms));
+    CHECK(all);
+    CHECK_EQ(held_now(), held0 + 64);
+    CHECK_RC(all.release(), LW_OK);
+    printf("keys: ok\n");
+}
+
 /* A loop of one descriptor, by poll(). */
 struct mini_loop {
     int fd = -1;
@@ -247,6 +290,42 @@ static void loop()
     run_until(m, done);
     CHECK_RC(busy_rc, LW_ETIMEOUT);
 
+    /* Several keys as one lease, one of them busy for a while: the
+     * callback comes once the holder lets go, with every key. */
+    lw::lease both;
+    lw::lease other = lw::acquire("cxx:loop:b", 10s, 0ms);
+    CHECK(other);
+    done = false;
+    CHECK_RC(lw::acquire_keys_async(lw, {"cxx:loop:b", "cxx:loop:a"},
+                                    lw::lock_opts(10s, 5s),
+                                    [&](lw::lease l) {
+                                        both = std::move(l);
+                                        done = true;
+                                    }),
+             LW_OK);
+    CHECK_RC(other.release(), LW_OK);
+    run_until(m, done);
+    CHECK(both);
+    CHECK(both.fence("cxx:loop:a") > 0);
+    CHECK(both.fence("cxx:loop:b") > 0);
+    CHECK_EQ(lock_exists(&srv, "cxx:loop:a"), 1);
+    CHECK_EQ(lock_exists(&srv, "cxx:loop:b"), 1);
+    CHECK_RC(lw::acquire_keys_async(lw, std::vector<std::string>{},
+                                    lw::lock_opts(10s, 0ms),
+                                    [](lw::lease) { CHECK(!"called"); }),
+             LW_EINVAL);
+    done = false;
+    int both_rc = LW_EINVAL;
+    CHECK_RC(lw::release_async(std::move(both),
+                               [&](int status) {
+                                   both_rc = status;
+                                   done = true;
+                               }),
+             LW_OK);
+    run_until(m, done);
+    CHECK_RC(both_rc, LW_OK);
+    CHECK_EQ(lock_exists(&srv, "cxx:loop:a"), 0);
+
     int rel_rc = LW_EINVAL;
     done = false;
     CHECK_RC(lw::release_async(std::move(got),
@@ -297,6 +376,7 @@ int main()
     moves();
     busy();
     opts();
+    keys();
     loop();
     lw_shutdown();
     CHECK_EQ(rh_stop(&srv), 0);

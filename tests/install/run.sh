@@ -2,7 +2,8 @@
 # Install the build into a temporary prefix, then build and run small
 # consumer projects against the installed files only:
 #   1. CMake: find_package(lockweave CONFIG REQUIRED), lockweave::runtime
-#      (and lockweave::runtime_static);
+#      (and lockweave::runtime_static); a C++17 program through
+#      <lockweave.hpp>, when there is a C++ compiler;
 #   2. pkg-config --cflags --libs lockweave, compiled by hand, and
 #      --static --cflags --libs with -static; --cflags is the header's
 #      directory alone, the rpath and --variable=lockweave_gen are the
@@ -83,6 +84,16 @@ step "CMake consumer (find_package)"
 "$cmake_cmd" --build "$work/consumer"
 "$with_redis" "$work/consumer/consumer"
 "$with_redis" "$work/consumer/consumer_static"
+
+if command -v c++ >/dev/null; then
+  step "C++ consumer of <lockweave.hpp> (find_package)"
+  "$cmake_cmd" -S "$here/consumer_cxx" -B "$work/consumer_cxx" -G "$generator" \
+    -DCMAKE_PREFIX_PATH="$prefix"
+  "$cmake_cmd" --build "$work/consumer_cxx"
+  "$with_redis" "$work/consumer_cxx/consumer_cxx"
+else
+  step "no C++ compiler: C++ consumer not built"
+fi
 
 step "pkg-config consumer"
 export PKG_CONFIG_PATH=$(dirname "$pc_file")
