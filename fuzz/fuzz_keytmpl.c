@@ -148,7 +148,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (annot_parse(&a) != 0 || a.keylen != size ||
         memcmp(a.key, data, size) != 0)
         abort(); /* the literal above always parses back to the input */
-    if (keytmpl_compile(&a, "f", params, types, nparams, &key) == 0) {
+    if (keytmpl_compile(&a, "f", params, types, nparams, NULL, &key) == 0) {
         emit_key(&out, &key, "lw__g", "    ");
         if (!only_guard_calls(out.p ? out.p : "", out.len))
             abort();

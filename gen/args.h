@@ -39,6 +39,9 @@ typedef struct lw_compile {
 } lw_compile;
 
 void compile_parse(lw_compile *c, int argc, char **argv);
+/* Whether a source's name says C++ (.cpp, .cc, ...), as a compiler
+ * driver decides its language. */
+int is_cxx_source(const char *path);
 /* The woven copy of a compile's source lives outside the build tree, where
  * no wildcard, clean rule or rmdir of the object directory meets it: in
  * $TMPDIR/lockweave-<uid>/, in a directory named after the object, under

@@ -104,8 +104,13 @@ static void put_c_string(lw_buf *b, const char *p, size_t n)
     buf_putc(b, '"');
 }
 
-void emit_key(lw_buf *b, const lw_key *k, const char *g, const char *indent)
+/* The key's parts as guard calls; C++ converts with static_cast, which
+ * -Wold-style-cast accepts. */
+static void put_key(lw_buf *b, const lw_key *k, const char *g,
+                    const char *indent, int cxx)
 {
+    const char *i64 = cxx ? "static_cast<int64_t>" : "(int64_t)";
+    const char *u64 = cxx ? "static_cast<uint64_t>" : "(uint64_t)";
     for (int i = 0; i < k->n; i++) {
         const lw_keypart *p = &k->v[i];
         switch (p->kind) {
@@ -115,18 +120,28 @@ void emit_key(lw_buf *b, const lw_key *k, const char *g, const char *indent)
             buf_printf(b, ", %zu);\n", p->len);
             break;
         case LW_KEY_I64:
-            buf_printf(b, "%slw_guard_key_i64(&%s, (int64_t)(%s));\n", indent,
-                       g, p->text);
+            buf_printf(b, "%slw_guard_key_i64(&%s, %s(%s));\n", indent, g, i64,
+                       p->text);
             break;
         case LW_KEY_U64:
-            buf_printf(b, "%slw_guard_key_u64(&%s, (uint64_t)(%s));\n", indent,
-                       g, p->text);
+            buf_printf(b, "%slw_guard_key_u64(&%s, %s(%s));\n", indent, g, u64,
+                       p->text);
             break;
         case LW_KEY_STR:
             buf_printf(b, "%slw_guard_key_str(&%s, %s);\n", indent, g, p->text);
             break;
+        case LW_KEY_DATA:
+            buf_printf(b,
+                       "%slw_guard_key_bytes(&%s, (%s).data(), (%s).size());\n",
+                       indent, g, p->text, p->text);
+            break;
         }
     }
+}
+
+void emit_key(lw_buf *b, const lw_key *k, const char *g, const char *indent)
+{
+    put_key(b, k, g, indent, 0);
 }
 
 static void put_decl(lw_buf *b, const lw_decl *d, const char *name)
@@ -553,8 +568,14 @@ static void put_loop_call(lw_buf *b, const lw_func *f)
     }
 }
 
+static void emit_func_cxx(const lw_func *f, lw_woven *out);
+
 void emit_func(const lw_func *f, lw_woven *out)
 {
+    if (f->cxx) {
+        emit_func_cxx(f, out);
+        return;
+    }
     const char *name = f->name;
     lw_buf wname = {0}, bname = {0}, protos = {0}, wr = {0}, ret = {0};
     lw_buf lift = {0}, restore = {0};
@@ -667,6 +688,163 @@ void emit_func(const lw_func *f, lw_woven *out)
     buf_free(&ret);
     buf_free(&lift);
     buf_free(&restore);
+}
+
+/* ---- C++ ---------------------------------------------------------------- */
+
+/* Lock i's site in C++: lw__site_N, or lw__site_N_0, lw__site_N_1, ...,
+ * N the function's place in the file (overloads share a name). */
+static void cxx_site_name(lw_buf *b, const lw_func *f, int i)
+{
+    buf_printf(b, "lw__site_%d", f->index);
+    if (f->nlocks > 1)
+        buf_printf(b, "_%d", i);
+}
+
+/* Guard i of the C++ preamble: a member of its lw__guards. */
+static void cxx_guard(lw_buf *b, const lw_func *f, int i)
+{
+    buf_puts(b, "lw__g.g");
+    if (f->nlocks > 1)
+        buf_printf(b, "[%d]", i);
+}
+
+/* The lock options of lock i: an object of the call, set field by field
+ * (C++ before 20 has no designated initializers). */
+static void cxx_put_options(lw_buf *b, const lw_func *f, int i)
+{
+    const lw_lockspec *l = &f->locks[i];
+    lw_buf o = {0};
+    guard_name(&o, f, "lw__o", i);
+    buf_printf(b,
+               "    lw_lock_opts %s = lw_lock_opts();\n"
+               "    %s.expire_ms = %uu;\n"
+               "    %s.wait_ms = %uu;\n",
+               o.p, o.p, l->expire_ms, o.p, l->wait_ms);
+    for (const lw_option *op = lw_options; op->name; op++) {
+        if (op->kind == LW_OPT_EXPR)
+            continue;
+        int64_t x = lockopt_get(&l->opts, op);
+        if ((x == 0 && op->def == 0) || op->woven.field == NULL)
+            continue;
+        buf_printf(b, "    %s.%s = ", o.p, op->woven.field);
+        if (op->kind == LW_OPT_WORD)
+            buf_puts(b, word_c(op, x));
+        else
+            buf_printf(b, "%lld%s", (long long)x,
+                       op->woven.suffix ? op->woven.suffix : "");
+        buf_puts(b, ";\n");
+    }
+    buf_printf(b, "    %s.site = &", o.p);
+    cxx_site_name(b, f, i);
+    buf_puts(b, ";\n");
+    buf_free(&o);
+}
+
+/* The return of a C++ function whose body does not run: on_fail, or the
+ * value-initialized result ({}: zero for the scalars the scan lets
+ * through without on_fail). */
+static void cxx_put_return(lw_buf *b, const lw_func *f)
+{
+    if (f->ret == LW_RET_VOID)
+        buf_puts(b, "return;");
+    else if (f->on_fail.text) {
+        buf_puts(b, "return (");
+        put_user_expr(b, &f->on_fail);
+        buf_puts(b, "    );");
+    } else
+        buf_puts(b, "return {};");
+}
+
+/* C++: the lock is woven into the definition itself.  The metrics sites go
+ * at namespace scope in front of the declaration holding it (out->wrapper),
+ * and the text after the body's '{' (out->protos) takes the lock: the
+ * guards live in a local struct whose destructor leaves them, so a return
+ * from the body and an exception through it release the lock alike, after
+ * the body's own locals are gone, and -fno-exceptions builds need nothing
+ * else.  The function keeps its name, symbol, overloads, access to private
+ * members and noexcept; a recursive call re-enters the lock. */
+static void emit_func_cxx(const lw_func *f, lw_woven *out)
+{
+    lw_buf sites = {0}, pre = {0}, ret = {0}, g = {0};
+    int n = f->nlocks;
+
+    for (int i = 0; i < n; i++) {
+        const lw_lockspec *l = &f->locks[i];
+        buf_puts(&sites, "LW_SITE_AT(");
+        cxx_site_name(&sites, f, i);
+        buf_puts(&sites, ", ");
+        put_c_string(&sites, f->qual_name, strlen(f->qual_name));
+        buf_puts(&sites, ", ");
+        put_c_string(&sites, l->tmpl, l->tmpl_len);
+        buf_puts(&sites, ", ");
+        put_c_string(&sites, l->file, strlen(l->file));
+        buf_printf(&sites, ", %u);\n", l->line);
+    }
+
+    cxx_put_return(&ret, f);
+    buf_puts(&pre, LW_LINE_RESUME "\n    /* lockweave:");
+    for (int i = 0; i < n; i++) {
+        buf_puts(&pre, " REDIS_LOCK(");
+        put_comment_text(&pre, f->locks[i].annot);
+        buf_putc(&pre, ')');
+    }
+    buf_puts(&pre, " */\n");
+    for (int i = 0; i < n; i++)
+        cxx_put_options(&pre, f, i);
+    buf_puts(&pre, "    struct lw__guards {\n");
+    if (n == 1)
+        buf_puts(&pre, "        lw_guard g;\n"
+                       "        ~lw__guards() { lw_guard_cleanup(&g); }\n");
+    else {
+        buf_printf(&pre,
+                   "        lw_guard g[%d];\n"
+                   "        ~lw__guards()\n"
+                   "        {\n",
+                   n);
+        for (int i = n; i-- > 0;)
+            buf_printf(&pre, "            lw_guard_cleanup(&g[%d]);\n", i);
+        buf_puts(&pre, "        }\n");
+    }
+    buf_puts(&pre, "    } lw__g;\n");
+    for (int i = 0; i < n; i++) {
+        lw_buf o = {0};
+        guard_name(&o, f, "lw__o", i);
+        g.len = 0;
+        cxx_guard(&g, f, i);
+        buf_printf(&pre, "    lw_guard_init(&%s, &%s);\n", g.p, o.p);
+        buf_free(&o);
+    }
+    if (f->skip_if.text)
+        put_skip_if(&pre, &f->skip_if, "", "", ret.p);
+    for (int i = 0; i < n; i++) {
+        g.len = 0;
+        cxx_guard(&g, f, i);
+        put_key(&pre, &f->locks[i].key, g.p, "    ", 1);
+    }
+    if (n == 1)
+        buf_printf(&pre,
+                   "    if (lw_guard_enter(&lw__g.g) != LW_OK)\n        %s\n",
+                   ret.p);
+    else {
+        buf_printf(&pre, "    lw_guard *lw__gs[%d] = {", n);
+        for (int i = 0; i < n; i++)
+            buf_printf(&pre, "%s&lw__g.g[%d]", i ? ", " : "", i);
+        buf_printf(&pre,
+                   "};\n"
+                   "    if (lw_guard_enter_all(lw__gs, %d) != LW_OK)\n"
+                   "        %s\n",
+                   n, ret.p);
+    }
+    if (f->skip_if.text)
+        put_skip_if(&pre, &f->skip_if, " /* checked again under the lock */",
+                    "", ret.p);
+    out->wrapper_name = NULL;
+    out->body_name = NULL;
+    out->protos = buf_take(&pre);
+    out->wrapper = buf_take(&sites);
+    buf_free(&ret);
+    buf_free(&g);
 }
 
 void emit_free(lw_woven *w)

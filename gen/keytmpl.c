@@ -86,9 +86,38 @@ static const struct {
     {CXType_ULong, LW_KEY_U64},    {CXType_ULongLong, LW_KEY_U64},
 };
 
+/* Whether canonical type c is std::string or std::string_view (of char),
+ * whose bytes a C++ key takes as they are. */
+static int is_std_string(CXType c)
+{
+    if (c.kind != CXType_Record || clang_Type_getNumTemplateArguments(c) < 1 ||
+        !is_plain_char(
+            clang_getCanonicalType(clang_Type_getTemplateArgumentAsType(c, 0))
+                .kind))
+        return 0;
+    CXCursor d = clang_getTypeDeclaration(c);
+    CXString n = clang_getCursorSpelling(d);
+    int r = strcmp(clang_getCString(n), "basic_string") == 0 ||
+            strcmp(clang_getCString(n), "basic_string_view") == 0;
+    clang_disposeString(n);
+    /* In namespace std, maybe through an inline one (std::__cxx11). */
+    CXCursor p = clang_getCursorSemanticParent(d);
+    while (r && clang_getCursorKind(p) == CXCursor_Namespace) {
+        CXString pn = clang_getCursorSpelling(p);
+        int is_std = strcmp(clang_getCString(pn), "std") == 0;
+        clang_disposeString(pn);
+        if (is_std)
+            return 1;
+        p = clang_getCursorSemanticParent(p);
+    }
+    return 0;
+}
+
 /* The part a value of canonical type c makes in a key, or -1: none. */
 static int key_kind(CXType c)
 {
+    if (is_std_string(c))
+        return LW_KEY_DATA;
     for (size_t i = 0; i < sizeof integers / sizeof *integers; i++)
         if (integers[i].type == c.kind)
             return integers[i].part;
@@ -144,10 +173,20 @@ static void report_unprintable(const lw_annot *a, size_t off, const char *path,
     free(tn);
 }
 
+/* t, or what it refers to when it is a C++ reference. */
+static CXType deref(CXType t)
+{
+    CXType c = clang_getCanonicalType(t);
+    if (c.kind == CXType_LValueReference || c.kind == CXType_RValueReference)
+        return clang_getPointeeType(c);
+    return t;
+}
+
 /* The part for one placeholder: expression `expr` of type t. */
 static int add_value(const lw_annot *a, size_t off, const char *path,
                      const char *expr, CXType t, lw_key *out)
 {
+    t = deref(t);
     int kind = key_kind(clang_getCanonicalType(t));
     if (kind < 0) {
         report_unprintable(a, off, path, t);
@@ -160,7 +199,8 @@ static int add_value(const lw_annot *a, size_t off, const char *path,
 /* One placeholder body p[0..n): name(.field|->field)*. */
 static int compile_field(const lw_annot *a, size_t at, const char *fname,
                          const lw_param *params, const CXType *types,
-                         int nparams, const char *p, size_t n, lw_key *out)
+                         int nparams, const CXType *self, const char *p,
+                         size_t n, lw_key *out)
 {
     size_t off = annot_key_off(a, at);
     size_t i = 0;
@@ -177,8 +217,29 @@ static int compile_field(const lw_annot *a, size_t at, const char *fname,
              path);
         goto cleanup;
     }
-    int prm = -1, unnamed = 0;
-    for (int k = 0; k < nparams; k++) {
+    int prm = -1, unnamed = 0, is_this = 0;
+    CXType t;
+    /* In a C++ member function, {this->field}: the object's own field. */
+    if (self && i == 4 && memcmp(p, "this", 4) == 0) {
+        if (self->kind == CXType_Invalid) {
+            diag(LW_DIAG_ERROR, a->src, off,
+                 "'{%s}' in the key of '%s', which is not a non-static "
+                 "member function: there is no 'this'",
+                 path, fname);
+            goto cleanup;
+        }
+        if (i >= n || p[i] != '-') {
+            diag(LW_DIAG_ERROR, a->src, off,
+                 "'{%s}': name a field of the object, as in '{this->field}'",
+                 path);
+            goto cleanup;
+        }
+        buf_puts(&expr, "this");
+        t = *self; /* the object: 'this->' reaches its fields */
+        is_this = 1;
+        prm = 0;
+    }
+    for (int k = 0; k < nparams && !is_this; k++) {
         if (!params[k].name)
             unnamed++;
         else if (strlen(params[k].name) == i &&
@@ -191,8 +252,17 @@ static int compile_field(const lw_annot *a, size_t at, const char *fname,
              unnamed ? " (unnamed parameters cannot be used in the key)" : "");
         goto cleanup;
     }
-    buf_puts(&expr, params[prm].use);
-    CXType t = types[prm];
+    if (!is_this && !*params[prm].use) {
+        diag(LW_DIAG_ERROR, a->src, off,
+             "'%.*s' in the key is unnamed in the definition of '%s': name "
+             "it there, where the lock is woven in",
+             (int)i, p, fname);
+        goto cleanup;
+    }
+    if (!is_this) {
+        buf_puts(&expr, params[prm].use);
+        t = types[prm];
+    }
     while (i < n) {
         int arrow = 0;
         if (p[i] == '.')
@@ -216,8 +286,10 @@ static int compile_field(const lw_annot *a, size_t at, const char *fname,
                  "expected a field name in '{%s}'", path);
             goto cleanup;
         }
-        CXType c = clang_getCanonicalType(t);
-        if (arrow) {
+        CXType c = clang_getCanonicalType(deref(t));
+        if (arrow && is_this)
+            is_this = 0;
+        else if (arrow) {
             if (c.kind != CXType_Pointer ||
                 clang_getCanonicalType(clang_getPointeeType(c)).kind !=
                     CXType_Record) {
@@ -262,7 +334,7 @@ cleanup:
 
 int keytmpl_compile(const lw_annot *a, const char *fname,
                     const lw_param *params, const CXType *types, int nparams,
-                    lw_key *out)
+                    const CXType *self, lw_key *out)
 {
     const char *k = a->key;
     size_t n = a->keylen, i = 0;
@@ -306,7 +378,7 @@ int keytmpl_compile(const lw_annot *a, const char *fname,
                 diag(LW_DIAG_ERROR, a->src, annot_key_off(a, i),
                      "empty '{}' in the key (write '{{}}' for literal braces)");
                 rc = -1;
-            } else if (compile_field(a, i, fname, params, types, nparams,
+            } else if (compile_field(a, i, fname, params, types, nparams, self,
                                      k + i + 1, e - i - 1, out) != 0)
                 rc = -1;
             i = e + 1;

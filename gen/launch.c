@@ -89,6 +89,11 @@ static const char *const c_exts[] = {"c", NULL};
 static const char *const cxx_exts[] = {"cc",  "cp",  "cxx", "cpp",
                                        "CPP", "c++", "C",   NULL};
 
+int is_cxx_source(const char *path)
+{
+    return has_ext(path, cxx_exts);
+}
+
 void compile_parse(lw_compile *c, int argc, char **argv)
 {
     memset(c, 0, sizeof *c);

@@ -226,7 +226,7 @@ void decl_free(lw_decl *d);
  * through diag(); returns 0 when the key compiled. */
 int keytmpl_compile(const lw_annot *a, const char *fname,
                     const lw_param *params, const CXType *types, int nparams,
-                    lw_key *out);
+                    const CXType *self, lw_key *out);
 void key_free(lw_key *k);
 /* t as messages name it (malloc'd): clang's spelling, written the same
  * whichever libclang spells it (13 writes 'int [2]', 14 and later 'int[2]'). */
@@ -237,7 +237,7 @@ char *type_name(CXType t);
 typedef struct lw_scan {
     const char *input;     /* absolute path of the input */
     const char *line_name; /* as the compiler got it: #line, messages, parse */
-    int cxx;               /* parsed as C++: annotated definitions refused */
+    int cxx;               /* parsed as C++: woven into the definitions */
     lw_src main;           /* its text */
     lw_func *funcs;        /* the annotated definitions, checked */
     int nfuncs;

@@ -24,7 +24,7 @@ static int scan_input(lw_cli *cl, lw_scan *s, const char *line_name)
 
     s->input = cl->input_abs;
     s->line_name = line_name;
-    s->cxx = cl->launch && cl->compile.cxx;
+    s->cxx = cl->launch ? cl->compile.cxx : is_cxx_source(cl->input_abs);
     /* Named as the compiler names it: the launcher's source as the
      * command line gives it, so messages about it, about headers found
      * next to it, and the #line of expressions written in it all say what
@@ -110,8 +110,11 @@ static int weave_compile(lw_cli *cl)
     argv_push(&pre, *dir ? dir : "/");
     /* A wrapper leaves its locks when an exception thrown by C++ code it
      * calls passes through it (its guards' cleanup attribute), which C
-     * code does only when compiled with -fexceptions. */
-    argv_push(&post, "-fexceptions");
+     * code does only when compiled with -fexceptions.  C++ has them unless
+     * the build says -fno-exceptions, which must stand: the destructor
+     * that leaves a C++ function's guards needs nothing more. */
+    if (!s.cxx)
+        argv_push(&post, "-fexceptions");
     /* Debug information names the file compiled as the user's source,
      * as a compile without lockweave's would (#line names it everywhere
      * else). */

@@ -30,7 +30,9 @@ enum lw_keykind {
     LW_KEY_BYTES, /* text[0..len): literal bytes, any of them */
     LW_KEY_I64,   /* text: an expression of a signed integer type */
     LW_KEY_U64,   /* text: an expression of an unsigned integer type */
-    LW_KEY_STR    /* text: a char pointer or array, NUL-terminated */
+    LW_KEY_STR,   /* text: a char pointer or array, NUL-terminated */
+    LW_KEY_DATA   /* text: a C++ std::string or std::string_view: its
+                   * data() and size(), any bytes */
 };
 
 typedef struct lw_keypart {
@@ -138,6 +140,20 @@ typedef struct lw_func {
      * for the lock, and the body runs later, on that loop, with the
      * arguments kept; on_fail is then what runs in its place. */
     lw_expr loop;
+
+    /* C++ (docs/cxx.md): the lock is woven into the definition itself,
+     * which keeps its name, symbol, overloads and access: the guards and
+     * the acquisition go right after the body's '{' (body_off), the
+     * metrics sites at namespace scope in front of the outermost
+     * declaration that holds the definition (top_off), and the guards
+     * are left by a destructor, however the body ends.  C++ code spells
+     * what it needs without C's conveniences (static_cast, no designated
+     * initializers).  qual_name: the metrics label (Account::withdraw);
+     * index: the function's place among the file's, for unique names. */
+    int cxx;
+    size_t body_off, top_off;
+    char *qual_name;
+    int index;
 } lw_func;
 
 #endif /* LW_MODEL_H */

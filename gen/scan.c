@@ -3,6 +3,7 @@
  * REDIS_LOCK becomes an annotate attribute), walk the declarations, check
  * every annotation and turn each annotated definition into an lw_func.
  */
+#include "args.h" /* is_cxx_source() */
 #include "lwgen.h"
 
 #include <stdio.h>
@@ -29,6 +30,9 @@ typedef struct annotated_decl {
      * wrapper cannot take is reported there. */
     const lw_src **psrc;
     size_t *poff;
+    /* The function's USR: in C++ a name is shared by overloads and by
+     * members of other classes. */
+    char *usr;
 } annotated_decl;
 
 typedef struct walk {
@@ -66,6 +70,10 @@ typedef struct walk {
     /* Where the last file-scope declaration walked ends. */
     CXFile top_file;
     unsigned top_end;
+    /* Where the file-scope declaration being walked starts, in the main
+     * file (-1: elsewhere): a C++ definition's metrics sites go in front
+     * of it, at namespace scope. */
+    long top_start;
 } walk;
 
 /* A value the wrapper returns in place of the body's (on_fail) must be one
@@ -268,9 +276,11 @@ static enum CXChildVisitResult decl_visit(CXCursor c, CXCursor parent,
     (void)parent;
     decl_search *ds = d;
     enum CXCursorKind k = clang_getCursorKind(c);
-    if (k == CXCursor_LinkageSpec)
+    if (k == CXCursor_LinkageSpec || k == CXCursor_Namespace ||
+        k == CXCursor_ClassDecl || k == CXCursor_StructDecl ||
+        k == CXCursor_UnionDecl)
         return CXChildVisit_Recurse;
-    if (k != CXCursor_FunctionDecl)
+    if (k != CXCursor_FunctionDecl && k != CXCursor_CXXMethod)
         return CXChildVisit_Continue;
     CXString usr = clang_getCursorUSR(c);
     int same = strcmp(clang_getCString(usr), clang_getCString(ds->usr)) == 0;
@@ -356,6 +366,10 @@ static int defined_in_full(walk *w, CXCursor c)
  * included, once. */
 static int is_definition(walk *w, CXCursor c, const char *name)
 {
+    /* C++ is parsed with bodies (scan_file()): clang knows, also of a
+     * function defined as '= default'. */
+    if (w->s->cxx)
+        return clang_isCursorDefinition(c);
     size_t name_off, end;
     const lw_src *nsrc = where(w, clang_getCursorLocation(c), &name_off);
     const lw_src *esrc =
@@ -418,6 +432,7 @@ static void expr_set(lw_expr *e, const lw_annot *a, int k)
 static void func_free(lw_func *f)
 {
     free(f->name);
+    free(f->qual_name);
     for (int i = 0; i < f->nparams; i++) {
         free(f->params[i].name);
         free(f->params[i].use);
@@ -732,10 +747,22 @@ static int refuse_signature(walk *w, CXCursor def, CXType fn, const lw_func *f,
     return 0;
 }
 
+/* The record type of the class whose non-static member function c is
+ * ('this' in a key), or an invalid type. */
+static CXType this_type(CXCursor c)
+{
+    CXType none = {CXType_Invalid, {NULL, NULL}};
+    if (clang_getCursorKind(c) != CXCursor_CXXMethod ||
+        clang_CXXMethod_isStatic(c))
+        return none;
+    return clang_getCursorType(clang_getCursorSemanticParent(c));
+}
+
 /* f's parameters, named as the declaration the annotation is written on
  * (ad, when not the definition def) names them, where the definition's
  * names differ.  Returns their types. */
-static CXType *model_params(CXCursor def, const annotated_decl *ad, lw_func *f)
+static CXType *model_params(CXCursor def, const annotated_decl *ad, int cxx,
+                            lw_func *f)
 {
     int n = param_count(def);
     CXType *types = xmalloc(sizeof *types * (size_t)(n + 1));
@@ -747,7 +774,14 @@ static CXType *model_params(CXCursor def, const annotated_decl *ad, lw_func *f)
         char *name = ad && i < ad->n && *ad->names[i] ? xstrdup(ad->names[i])
                                                       : spelling(p);
         types[i] = clang_getCursorType(p);
-        if (*name) {
+        if (cxx) {
+            /* The lock is woven into the definition: its code names the
+             * parameters as the definition does ("": unnamed there). */
+            prm->name = *name ? name : NULL;
+            if (!*name)
+                free(name);
+            prm->use = spelling(p);
+        } else if (*name) {
             prm->name = name;
             prm->use = xstrdup(name);
         } else {
@@ -779,7 +813,7 @@ static void site_set(lw_lockspec *l, const lw_annot *a)
 /* f's locks, one per annotation of as[0..na), their keys compiled against
  * f's parameters (types: theirs).  0, or -1 when a key is not usable. */
 static int model_locks(const lw_annot *as, int na, const CXType *types,
-                       lw_func *f)
+                       const CXType *self, lw_func *f)
 {
     int rc = 0;
     f->locks = xmalloc(sizeof *f->locks * (size_t)na);
@@ -792,7 +826,7 @@ static int model_locks(const lw_annot *as, int na, const CXType *types,
         l->wait_ms = as[i].wait_ms;
         l->opts = as[i].opts;
         if (!as[i].key || keytmpl_compile(&as[i], f->name, f->params, types,
-                                          f->nparams, &l->key) != 0)
+                                          f->nparams, self, &l->key) != 0)
             rc = -1;
     }
     return rc;
@@ -1223,6 +1257,42 @@ static int model_once(CXType fn, const lw_annot *as, int na, lw_func *f)
     return 0;
 }
 
+/* What C++ does not take yet, and the rule of its early return: without
+ * on_fail, a function returns the zero value of a scalar (an integer,
+ * floating, enum or pointer type: the value-initialized `{}`), while a
+ * class or a reference has none that could not be taken for a result. */
+static void cxx_options(CXType fn, const lw_annot *as, int na, const lw_func *f)
+{
+    for (int i = 0; i < na; i++) {
+        if (as[i].once)
+            diag(LW_DIAG_ERROR, as[i].src, as[i].at,
+                 "REDIS_ONCE on '%s': not in C++ yet; define the function "
+                 "in a .c file and declare it extern \"C\"",
+                 f->name);
+        for (int k = 0; lw_options[k].name; k++)
+            if (lw_options[k].kind == LW_OPT_EXPR &&
+                lw_options[k].field == offsetof(lw_func, loop) &&
+                as[i].expr[k] != NULL)
+                diag(LW_DIAG_ERROR, as[i].src, annot_option_off(&as[i], k),
+                     "loop = on '%s': not in C++ yet; define the function "
+                     "in a .c file and declare it extern \"C\", or take "
+                     "the lock with lw::acquire_async() (<lockweave.hpp>)",
+                     f->name);
+    }
+    enum CXTypeKind rk = clang_getCanonicalType(clang_getResultType(fn)).kind;
+    if (f->ret == LW_RET_VOID || f->on_fail.text ||
+        (rk != CXType_Record && rk != CXType_LValueReference &&
+         rk != CXType_RValueReference))
+        return;
+    char *rt = type_name(clang_getResultType(fn));
+    diag(LW_DIAG_ERROR, as[0].src, as[0].at,
+         "'%s' returns '%s': give on_fail = the value its callers get when "
+         "the lock is not had (in C++ only a scalar return type defaults to "
+         "zero)",
+         f->name, rt);
+    free(rt);
+}
+
 static int model_func(walk *w, CXCursor def, const lw_annot *as, int na,
                       const annotated_decl *ad, lw_func *f)
 {
@@ -1235,17 +1305,24 @@ static int model_func(walk *w, CXCursor def, const lw_annot *as, int na,
                                    : LW_RET_SCALAR;
     int errs = diag_errors();
     const lw_annot *giver[LW_OPTIONS_MAX];
-    CXType *types = model_params(def, ad, f);
-    int rc = model_locks(as, na, types, f);
+    CXType *types = model_params(def, ad, f->cxx, f);
+    CXType self = this_type(def);
+    int rc = model_locks(as, na, types, f->cxx ? &self : NULL, f);
     free(types);
     model_exprs(as, na, f, giver);
     check_param_names(w, def, fn, ad, f);
     check_void(fn, f, giver);
-    if (rc == 0 && diag_errors() == errs)
+    if (f->cxx)
+        cxx_options(fn, as, na, f);
+    else if (rc == 0 && diag_errors() == errs)
         rc = model_once(fn, as, na, f);
     /* A bad key or option stops here, after all of them are reported. */
     if (rc != 0 || diag_errors() != errs)
         return -1;
+    /* The C++ lock is woven into the definition, which keeps its
+     * signature: on_fail is checked by the compiler, at the annotation. */
+    if (f->cxx)
+        return 0;
     model_linkage(def, f);
     if (model_signature(w, fn, f) != 0)
         return -1;
@@ -1307,7 +1384,11 @@ static void note_annotated_decl(walk *w, CXCursor c, CXCursor attr,
                         xmalloc(sizeof(char *) * (size_t)(n + 1)),
                         n < 0 ? 0 : n,
                         xmalloc(sizeof(lw_src *) * (size_t)(n + 1)),
-                        xmalloc(sizeof(size_t) * (size_t)(n + 1))};
+                        xmalloc(sizeof(size_t) * (size_t)(n + 1)),
+                        NULL};
+    CXString usr = clang_getCursorUSR(c);
+    d.usr = xstrdup(clang_getCString(usr));
+    clang_disposeString(usr);
     for (int i = 0; i < d.n; i++) {
         CXCursor p = clang_Cursor_getArgument(c, (unsigned)i);
         d.names[i] = spelling(p);
@@ -1428,11 +1509,18 @@ static void report_macro_name(const fn_place *p, const char *name)
 }
 
 /* The definition of name, in a file the compile includes. */
-static void report_included(const fn_place *p, const char *name)
+static void report_included(const fn_place *p, const char *name, int cxx)
 {
     const char *file = p->nsrc && p->nsrc->name ? p->nsrc->name : "a header";
     size_t fl = strlen(file);
-    if (fl > 2 && strcmp(file + fl - 2, ".c") == 0)
+    if (cxx && !is_cxx_source(file))
+        diag(LW_DIAG_ERROR, p->nsrc, p->name_off,
+             "REDIS_LOCK on '%s', which is defined in a header: lockweave "
+             "weaves definitions in the source file being compiled only; "
+             "declare it in the header (in the class, for a member: "
+             "REDIS_LOCK may stay there) and define it in one .cpp file",
+             name);
+    else if (fl > 2 && (strcmp(file + fl - 2, ".c") == 0 || cxx))
         diag(LW_DIAG_ERROR, p->nsrc, p->name_off,
              "REDIS_LOCK on '%s', defined in a .c file that the file "
              "being compiled #includes (a unity build?): lockweave weaves "
@@ -1448,25 +1536,246 @@ static void report_included(const fn_place *p, const char *name)
              name);
 }
 
+/* ---- C++ -------------------------------------------------------------- */
+
+static int token_is(CXTranslationUnit tu, CXToken t, const char *text);
+
+/* The kinds of C++ function lockweave cannot weave, whatever they are
+ * declared or defined as: an annotation on one is an error where it is
+ * written (a declaration included), with what to write instead. */
+static int cxx_unweavable(CXCursor c, const fn_attrs *fa, const fn_place *p,
+                          const char *name)
+{
+    enum CXCursorKind k = clang_getCursorKind(c);
+    CXCursor parent = clang_getCursorSemanticParent(c);
+    enum CXCursorKind pk = clang_getCursorKind(parent);
+    int tmpl = k == CXCursor_FunctionTemplate ||
+               clang_Cursor_getNumTemplateArguments(c) > 0;
+    int member_tmpl = pk == CXCursor_ClassTemplate ||
+                      pk == CXCursor_ClassTemplatePartialSpecialization;
+    if (!tmpl && !member_tmpl && k != CXCursor_Constructor &&
+        k != CXCursor_Destructor && k != CXCursor_ConversionFunction)
+        return 0;
+    /* Reported where the annotation is written: a later declaration
+     * inherits it. */
+    int own = 0;
+    for (int i = 0; i < fa->n; i++)
+        own |= written_within(fa, i, p);
+    if (!own)
+        return 1;
+    char *cls = spelling(parent);
+    const lw_src *src = fa->src[0];
+    size_t off = fa->off[0];
+    if (tmpl)
+        diag(LW_DIAG_ERROR, src, off,
+             "REDIS_LOCK on '%s', a function template: lockweave weaves "
+             "one definition per function, not one per instantiation; move "
+             "the body into a non-template function and annotate that",
+             name);
+    else if (member_tmpl)
+        diag(LW_DIAG_ERROR, src, off,
+             "REDIS_LOCK on '%s', a member of the class template '%s': "
+             "lockweave weaves one definition per function, not one per "
+             "instantiation; move the body into a non-template function "
+             "and annotate that",
+             name, cls);
+    else if (k == CXCursor_Constructor)
+        diag(LW_DIAG_ERROR, src, off,
+             "REDIS_LOCK on a constructor of '%s': its lock could not "
+             "cover the member initializers; annotate a member function "
+             "and call it from the constructor's body",
+             cls);
+    else if (k == CXCursor_Destructor)
+        diag(LW_DIAG_ERROR, src, off,
+             "REDIS_LOCK on the destructor of '%s': annotate a member "
+             "function and call it from the destructor's body",
+             cls);
+    else
+        diag(LW_DIAG_ERROR, src, off,
+             "REDIS_LOCK on '%s', a conversion function: annotate a named "
+             "member function and call it from the conversion",
+             name);
+    free(cls);
+    return 1;
+}
+
+typedef struct body_find {
+    CXCursor body;
+    enum CXCursorKind kind; /* CompoundStmt, CXXTryStmt, or 0: none */
+} body_find;
+
+static enum CXChildVisitResult body_visit(CXCursor c, CXCursor parent,
+                                          CXClientData d)
+{
+    (void)parent;
+    body_find *b = d;
+    enum CXCursorKind k = clang_getCursorKind(c);
+    if (clang_isStatement(k)) {
+        b->body = c;
+        b->kind = k;
+        return CXChildVisit_Break;
+    }
+    return CXChildVisit_Continue;
+}
+
+/* The first of the words in the tokens of the main file from offset from
+ * to offset to, or -1; *off: where. */
+static int find_word(walk *w, size_t from, size_t to, const char *const *words,
+                     size_t *off)
+{
+    CXSourceRange r = clang_getRange(
+        clang_getLocationForOffset(w->tu, w->main_file, (unsigned)from),
+        clang_getLocationForOffset(w->tu, w->main_file, (unsigned)to));
+    CXToken *t = NULL;
+    unsigned n = 0;
+    int found = -1;
+    clang_tokenize(w->tu, r, &t, &n);
+    for (unsigned i = 0; i < n && found < 0; i++) {
+        if (clang_getTokenKind(t[i]) == CXToken_Comment ||
+            clang_getTokenKind(t[i]) == CXToken_Literal)
+            continue;
+        for (int k = 0; words[k] && found < 0; k++)
+            if (token_is(w->tu, t[i], words[k])) {
+                found = k;
+                where(w, clang_getTokenLocation(w->tu, t[i]), off);
+            }
+    }
+    clang_disposeTokens(w->tu, t, n);
+    return found;
+}
+
+/* A C++ definition c of name (at p) that can be woven: the body's '{' is
+ * written in the main file (*body_off: just after it).  Else reported,
+ * with what to write instead, and -1.  The lock is woven into the body
+ * itself, so what matters is what a body may hold: not a coroutine (a
+ * guard cannot outlive a suspension), nor a function-try-block (its
+ * handler would run after the lock's release), and a return type the
+ * wrapper's early return can name (not deduced). */
+static int cxx_definition(walk *w, CXCursor c, const fn_place *p,
+                          const char *name, size_t *body_off)
+{
+    static const char *const co[] = {"co_await", "co_yield", "co_return", NULL};
+    static const char *const cexpr[] = {"constexpr", "consteval", NULL};
+    static const char *const deduced[] = {"auto", NULL};
+    static const char *const arrow[] = {"->", NULL};
+    body_find b = {clang_getNullCursor(), (enum CXCursorKind)0};
+    size_t off, at, end;
+    int i;
+    clang_visitChildren(c, body_visit, &b);
+    /* A coroutine's body is clang's CoroutineBodyStmt around the
+     * braces. */
+    if (b.kind && p->esrc == &w->s->main &&
+        (i = find_word(w, p->name_off, p->end_off, co, &at)) >= 0) {
+        diag(LW_DIAG_ERROR, &w->s->main, at,
+             "'%s' is a coroutine (%s): a lock cannot be held across its "
+             "suspensions; annotate a plain function that does the locked "
+             "work, and call it from the coroutine",
+             name, co[i]);
+        return -1;
+    }
+    if (b.kind == CXCursor_CXXTryStmt) {
+        where(w, clang_getCursorLocation(b.body), &off);
+        diag(LW_DIAG_ERROR, &w->s->main, off,
+             "'%s' is defined with a function-try-block, whose handler "
+             "would run after the lock is released; put the try block "
+             "inside the body",
+             name);
+        return -1;
+    }
+    if (b.kind != CXCursor_CompoundStmt) {
+        diag(LW_DIAG_ERROR, p->nsrc, p->name_off,
+             "REDIS_LOCK on '%s', which is defaulted or deleted: there is "
+             "no body to lock; write the body",
+             name);
+        return -1;
+    }
+    CXSourceRange ext = clang_getCursorExtent(b.body);
+    const lw_src *bsrc = where(w, clang_getRangeStart(ext), &off);
+    where(w, clang_getRangeEnd(ext), &end);
+    if (bsrc != &w->s->main || off >= bsrc->len || bsrc->text[off] != '{') {
+        diag(LW_DIAG_ERROR, p->nsrc, p->name_off,
+             "the body of '%s' comes from a macro, where lockweave cannot "
+             "weave the lock in; write the body itself in the definition",
+             name);
+        return -1;
+    }
+    *body_off = off + 1;
+    /* The declaration before the name: the annotation's own tokens (in
+     * the main file, or a header's declaration) hold neither word. */
+    size_t head = p->ssrc == &w->s->main ? p->start_off : p->name_off;
+    if ((i = find_word(w, head, p->name_off, cexpr, &at)) >= 0) {
+        diag(LW_DIAG_ERROR, &w->s->main, at,
+             "REDIS_LOCK on '%s', which is %s: a lock cannot be taken in a "
+             "constant expression; drop %s, or annotate a function it calls",
+             name, cexpr[i], cexpr[i]);
+        return -1;
+    }
+    if (find_word(w, head, p->name_off, deduced, &at) >= 0 &&
+        find_word(w, p->name_off, off, arrow, &end) < 0) {
+        diag(LW_DIAG_ERROR, &w->s->main, at,
+             "'%s' has a deduced return type: the lock returns early when it "
+             "is not had, and must name the type; write it out",
+             name);
+        return -1;
+    }
+    return 0;
+}
+
+/* The name of c with its enclosing classes and namespaces
+ * (bank::Account::withdraw), the label of its metrics site. */
+static char *qualified_name(CXCursor c)
+{
+    lw_buf b = {0};
+    char *n = spelling(c);
+    buf_puts(&b, n);
+    free(n);
+    for (CXCursor p = clang_getCursorSemanticParent(c);
+         !clang_Cursor_isNull(p) &&
+         clang_getCursorKind(p) != CXCursor_TranslationUnit;
+         p = clang_getCursorSemanticParent(p)) {
+        enum CXCursorKind k = clang_getCursorKind(p);
+        if (k != CXCursor_Namespace && k != CXCursor_ClassDecl &&
+            k != CXCursor_StructDecl && k != CXCursor_UnionDecl &&
+            k != CXCursor_FunctionDecl && k != CXCursor_CXXMethod)
+            continue; /* extern "C" { } names nothing */
+        char *pn = spelling(p);
+        if (!*pn) {
+            free(pn);
+            pn = xstrdup(k == CXCursor_Namespace ? "(anonymous namespace)"
+                                                 : "(anonymous)");
+        }
+        lw_buf q = {0};
+        buf_printf(&q, "%s::%s", pn, b.p);
+        free(pn);
+        buf_free(&b);
+        b = q;
+    }
+    return buf_take(&b);
+}
+
 /* Whether the definition of name at p is one lockweave cannot weave
  * where it stands (reported). */
 static int refused(const walk *w, const fn_place *p, const char *name)
 {
     /* The definition's name must be written as such, or the weave would
      * have to rename it inside a macro. */
-    if (!written_at(p->nsrc, p->name_off, name))
+    if (!written_at(p->nsrc, p->name_off, name) &&
+        !(w->s->cxx && strncmp(name, "operator", 8) == 0))
         report_macro_name(p, name);
-    else if (w->s->cxx)
-        diag(LW_DIAG_ERROR, p->nsrc, p->name_off,
-             "REDIS_LOCK on '%s', defined in C++: lockweave weaves C "
-             "functions; define it in a .c file (C++ callers reach it "
-             "through an extern \"C\" declaration)",
-             name);
     else if (p->nsrc != &w->s->main)
-        report_included(p, name);
+        report_included(p, name, w->s->cxx);
     else
         return 0;
     return 1;
+}
+
+/* Whether ad declares the function name (usr): the name says so in C, in
+ * C++ the USR, which tells overloads and members of other classes
+ * apart. */
+static int decl_of(const walk *w, const annotated_decl *ad, const char *name,
+                   const char *usr)
+{
+    return w->s->cxx ? strcmp(ad->usr, usr) == 0 : strcmp(ad->func, name) == 0;
 }
 
 /* Whether the annotations of the definition of name (fa) and of its
@@ -1475,13 +1784,14 @@ static int refused(const walk *w, const fn_place *p, const char *name)
  * sets of texts must be the same.  A lock only the definition has is
  * reported where it is written; one only a declaration has, at the
  * definition's first. */
-static int conflicting(const walk *w, const fn_attrs *fa, const char *name)
+static int conflicting(const walk *w, const fn_attrs *fa, const char *name,
+                       const char *usr)
 {
     for (int i = 0; i < fa->n; i++) {
         const annotated_decl *any = NULL;
         int same = !fa->own[i];
         for (int d = 0; d < w->ndecls && !same; d++)
-            if (strcmp(w->decls[d].func, name) == 0) {
+            if (decl_of(w, &w->decls[d], name, usr)) {
                 any = any ? any : &w->decls[d];
                 same = strcmp(w->decls[d].text, fa->text[i]) == 0;
             }
@@ -1491,7 +1801,7 @@ static int conflicting(const walk *w, const fn_attrs *fa, const char *name)
     for (int d = 0; fa->first_own >= 0 && d < w->ndecls; d++) {
         const annotated_decl *ad = &w->decls[d];
         int same = 0;
-        if (strcmp(ad->func, name) != 0)
+        if (!decl_of(w, ad, name, usr))
             continue;
         for (int i = 0; i < fa->n; i++)
             same |= fa->own[i] && strcmp(fa->text[i], ad->text) == 0;
@@ -1532,7 +1842,7 @@ static int parse_locks(const fn_attrs *fa, lw_annot *as, int *ok)
  * ok (they are usable, without conflict), add it to the functions to
  * weave. */
 static void add_func(walk *w, CXCursor c, const fn_place *p, const char *name,
-                     const lw_annot *as, int na, int ok)
+                     const lw_annot *as, int na, int ok, size_t body_off)
 {
     int anykey = 0;
     for (int i = 0; i < na; i++)
@@ -1542,8 +1852,16 @@ static void add_func(walk *w, CXCursor c, const fn_place *p, const char *name,
     f.name = xstrdup(name);
     f.name_off = p->name_off;
     f.insert_off = p->ssrc == p->nsrc ? p->start_off : p->name_off;
-    f.rename_in_place = declared_early(w, c);
-    f.declared = declared_before(c);
+    if (w->s->cxx) {
+        f.cxx = 1;
+        f.body_off = body_off;
+        f.top_off = w->top_start >= 0 ? (size_t)w->top_start : f.insert_off;
+        f.qual_name = qualified_name(c);
+        f.index = w->s->nfuncs;
+    } else {
+        f.rename_in_place = declared_early(w, c);
+        f.declared = declared_before(c);
+    }
     /* A bad annotation's key is still checked, so one run reports
      * everything. */
     if ((ok || anykey) && model_func(w, c, as, na, ad, &f) == 0 && ok) {
@@ -1557,7 +1875,8 @@ static void add_func(walk *w, CXCursor c, const fn_place *p, const char *name,
 
 /* The annotated definition c of name, at p, with the annotations fa. */
 static void handle_definition(walk *w, CXCursor c, fn_attrs *fa,
-                              const fn_place *p, const char *name)
+                              const fn_place *p, const char *name,
+                              size_t body_off)
 {
     lw_annot as[LW_ATTRS_MAX];
     fa->first_own = -1;
@@ -1567,9 +1886,11 @@ static void handle_definition(walk *w, CXCursor c, fn_attrs *fa,
         if (fa->own[i] && fa->first_own < 0)
             fa->first_own = i;
     }
-    int ok = !conflicting(w, fa, name);
+    CXString usr = clang_getCursorUSR(c);
+    int ok = !conflicting(w, fa, name, clang_getCString(usr));
+    clang_disposeString(usr);
     int na = parse_locks(fa, as, &ok);
-    add_func(w, c, p, name, as, na, ok);
+    add_func(w, c, p, name, as, na, ok, body_off);
     for (int i = 0; i < na; i++)
         annot_free(&as[i]);
     for (int i = 0; i < fa->n; i++)
@@ -1584,12 +1905,23 @@ static void handle_function(walk *w, CXCursor c)
         return;
     fn_place p = place_of(w, c);
     char *name = spelling(c);
+    size_t body_off = 0;
+    if (w->s->cxx && cxx_unweavable(c, &fa, &p, name)) {
+        free(name); /* reported where the annotation is written */
+        return;
+    }
     if (is_kr(w, c, &p))
         report_kr(p.nsrc, p.name_off, c, name);
+    else if (w->s->cxx && clang_CXXMethod_isDefaulted(c))
+        diag(LW_DIAG_ERROR, p.nsrc, p.name_off,
+             "REDIS_LOCK on '%s', which is defaulted: there is no body to "
+             "lock; write the body",
+             name);
     else if (!is_definition(w, c, name))
         note_declaration(w, c, &fa, &p);
-    else if (!refused(w, &p, name))
-        handle_definition(w, c, &fa, &p, name);
+    else if (!refused(w, &p, name) &&
+             (!w->s->cxx || cxx_definition(w, c, &p, name, &body_off) == 0))
+        handle_definition(w, c, &fa, &p, name, body_off);
     free(name);
 }
 
@@ -1710,11 +2042,36 @@ static enum CXChildVisitResult walk_visit(CXCursor c, CXCursor parent,
         clang_getExpansionLocation(clang_getRangeEnd(clang_getCursorExtent(c)),
                                    &w->top_file, NULL, NULL, &w->top_end);
     }
+    if (pk == CXCursor_TranslationUnit) {
+        CXFile f;
+        unsigned off;
+        clang_getExpansionLocation(
+            clang_getRangeStart(clang_getCursorExtent(c)), &f, NULL, NULL,
+            &off);
+        w->top_start =
+            f && clang_File_isEqual(f, w->main_file) ? (long)off : -1;
+    }
     if (k == CXCursor_FunctionDecl) {
         handle_function(w, c);
-        return CXChildVisit_Continue;
+        /* C++: a local class's member functions are in a body. */
+        return w->s->cxx ? CXChildVisit_Recurse : CXChildVisit_Continue;
+    }
+    if (w->s->cxx &&
+        (k == CXCursor_CXXMethod || k == CXCursor_Constructor ||
+         k == CXCursor_Destructor || k == CXCursor_ConversionFunction ||
+         k == CXCursor_FunctionTemplate)) {
+        handle_function(w, c);
+        return CXChildVisit_Recurse;
     }
     if (k == CXCursor_AnnotateAttr) {
+        /* A function's own, which handle_function() has read (C++ walks
+         * the bodies too), and a parameter's, which it has reported. */
+        if (w->s->cxx &&
+            (pk == CXCursor_FunctionDecl || pk == CXCursor_CXXMethod ||
+             pk == CXCursor_Constructor || pk == CXCursor_Destructor ||
+             pk == CXCursor_ConversionFunction ||
+             pk == CXCursor_FunctionTemplate || pk == CXCursor_ParmDecl))
+            return CXChildVisit_Continue;
         if (is_lockweave_attr(c)) {
             size_t off;
             const lw_src *src = where(w, clang_getCursorLocation(c), &off);
@@ -1756,6 +2113,11 @@ static enum CXChildVisitResult walk_visit(CXCursor c, CXCursor parent,
      * references below them cannot. */
     if (clang_isDeclaration(k) || k == CXCursor_TranslationUnit ||
         k == CXCursor_LinkageSpec)
+        return CXChildVisit_Recurse;
+    /* C++ parses the bodies (see scan_file()): an annotation on a
+     * declaration inside one (a local class's member function) is found
+     * there too, not left to compile unguarded. */
+    if (w->s->cxx && (clang_isStatement(k) || clang_isExpression(k)))
         return CXChildVisit_Recurse;
     return CXChildVisit_Continue;
 }
@@ -1840,6 +2202,19 @@ static void pass_diag(walk *w, CXDiagnostic d, int as_note)
         }
         goto done;
     }
+    /* C++: REDIS_LOCK where the grammar takes no attribute, in front of
+     * a lambda above all. */
+    static const char kw_lock[] = "REDIS_LOCK";
+    if (!as_note && sev >= CXDiagnostic_Error && w->s->cxx && src &&
+        src->text && off + sizeof kw_lock - 1 <= src->len &&
+        memcmp(src->text + off, kw_lock, sizeof kw_lock - 1) == 0) {
+        diag(LW_DIAG_ERROR, src, off,
+             "REDIS_LOCK must stand before a function declaration or "
+             "definition (%s); a lambda cannot carry it: annotate a named "
+             "function and call it from the lambda",
+             clang_getCString(msg));
+        goto done;
+    }
     int kind = as_note || sev == CXDiagnostic_Note ? LW_DIAG_NOTE
                : sev >= CXDiagnostic_Error         ? LW_DIAG_ERROR
                                                    : LW_DIAG_WARNING;
@@ -1891,14 +2266,22 @@ int scan_file(lw_scan *s, const char *const *args, int nargs)
     int rc = -1;
     CXIndex idx = clang_createIndex(0, 0);
     CXTranslationUnit tu = NULL;
-    walk w = {
-        .s = s, .idx = idx, .args = args, .nargs = nargs, .lockweave_h_at = -1};
+    walk w = {.s = s,
+              .idx = idx,
+              .args = args,
+              .nargs = nargs,
+              .lockweave_h_at = -1,
+              .top_start = -1};
 
     /* Bodies are skipped: annotations live on declarations, and the
-     * compiler checks the bodies anyway when it builds the woven file. */
+     * compiler checks the bodies anyway when it builds the woven file.
+     * Not in C++, where the lock is woven into the body, whose extent the
+     * weave needs, and where member functions of local classes are
+     * declarations inside bodies. */
     enum CXErrorCode ec = clang_parseTranslationUnit2(
         idx, s->line_name, args, nargs, NULL, 0,
-        CXTranslationUnit_SkipFunctionBodies | CXTranslationUnit_KeepGoing,
+        (s->cxx ? 0 : CXTranslationUnit_SkipFunctionBodies) |
+            CXTranslationUnit_KeepGoing,
         &tu);
     if (ec != CXError_Success || !tu) {
         diag(LW_DIAG_ERROR, NULL, 0, "libclang could not parse %s (error %d)",
@@ -1931,6 +2314,7 @@ cleanup:
         free(w.decls[i].poff);
         free(w.decls[i].func);
         free(w.decls[i].text);
+        free(w.decls[i].usr);
     }
     free(w.decls);
     free(w.dropped_src);

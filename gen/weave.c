@@ -123,6 +123,13 @@ static size_t count_lines(const lw_buf *b)
 static void edit_func(edits *e, lw_buf *out, const char *t, size_t n,
                       const lw_func *f, const lw_woven *v)
 {
+    if (f->cxx) {
+        /* The lock goes into the body, on lines of its own after its '{'
+         * (the rest of that line keeps its columns); the sites are
+         * edit_sites()'. */
+        add(e, f->body_off, 0, EDIT_LINES, v->protos);
+        return;
+    }
     if (f->rename_in_place) {
         size_t ins = f->insert_off <= f->name_off ? f->insert_off : f->name_off;
         add(e, ins, 0, EDIT_INLINE, v->protos);
@@ -151,6 +158,28 @@ static void edit_func(edits *e, lw_buf *out, const char *t, size_t n,
     buf_printf(&def, "#define %s %s\n", f->name, v->wrapper_name);
     add(e, eol < n ? eol + 1 : n, 0, EDIT_LINES, def.p);
     e->v[e->n - 1].owned = buf_take(&def);
+}
+
+/* C++: the metrics sites of the functions woven (wv), at namespace scope in
+ * front of the file-scope declaration holding each definition, on lines of
+ * their own; one edit per place, in the order of the file. */
+static void edit_sites(edits *e, const lw_scan *s, const lw_woven *wv)
+{
+    for (int i = 0; i < s->nfuncs; i++) {
+        const lw_func *f = &s->funcs[i];
+        int first = 1;
+        for (int k = 0; k < i && first; k++)
+            first = !(s->funcs[k].cxx && s->funcs[k].top_off == f->top_off);
+        if (!f->cxx || !first)
+            continue;
+        lw_buf b = {0};
+        buf_puts(&b, LW_LINE_RESUME "\n");
+        for (int k = i; k < s->nfuncs; k++)
+            if (s->funcs[k].cxx && s->funcs[k].top_off == f->top_off)
+                buf_puts(&b, wv[k].wrapper);
+        add(e, f->top_off, 0, EDIT_LINES, b.p);
+        e->v[e->n - 1].owned = buf_take(&b);
+    }
 }
 
 /* Text of the woven file's own (a wrapper, declarations), resolving each
@@ -189,7 +218,7 @@ static void put_edited(lw_buf *out, const lw_scan *s, const edits *e,
         buf_printf(out, "#line %u ", src_line(&s->main, d->pos));
         put_line_path(out, s->line_name);
         buf_putc(out, '\n');
-        for (size_t k = bol; k < d->pos; k++)
+        for (size_t k = bol; k < d->pos && t[d->pos] != '\n'; k++)
             buf_putc(out, t[k] == '\t' ? '\t' : ' ');
     }
     buf_put(out, t + at, n - at);
@@ -219,12 +248,14 @@ static void put_wrappers(lw_buf *out, const lw_scan *s, const lw_woven *wv,
      * make the wrappers' names. */
     buf_printf(
         out,
-        "/* ---- lockweave: the wrappers, one per REDIS_LOCK ---- */\n"
+        "/* ---- lockweave: %s ---- */\n"
         "#include <lockweave.h>\n"
         "#if LW_VERSION_NUM != %d\n"
         "#error \"woven by lockweave-gen %s, compiled against another "
         "<lockweave.h>: use the lockweave-gen of the same installation\"\n"
         "#endif\n",
+        s->cxx ? "the locks are woven into the definitions above"
+               : "the wrappers, one per REDIS_LOCK",
         LW_GEN_VERSION_NUM, LW_GEN_VERSION);
     /* What a function with a loop keeps its arguments with. */
     buf_puts(out, emit_includes(s->funcs, s->nfuncs));
@@ -234,7 +265,9 @@ static void put_wrappers(lw_buf *out, const lw_scan *s, const lw_woven *wv,
         order[i] = &s->funcs[i];
     qsort(order, (size_t)s->nfuncs, sizeof *order, by_name_off);
     for (int i = 0; i < s->nfuncs; i++)
-        put_wrapper(out, wv[order[i] - s->funcs].wrapper, output_abs, &lines);
+        if (!order[i]->cxx) /* C++: the definitions are the wrappers */
+            put_wrapper(out, wv[order[i] - s->funcs].wrapper, output_abs,
+                        &lines);
     free(order);
 }
 
@@ -249,6 +282,7 @@ void weave(const lw_scan *s, const char *output_abs, lw_buf *out)
         emit_func(&s->funcs[i], &wv[i]);
         edit_func(&e, out, s->main.text, s->main.len, &s->funcs[i], &wv[i]);
     }
+    edit_sites(&e, s, wv);
     qsort(e.v, (size_t)e.n, sizeof *e.v, by_pos);
     put_edited(out, s, &e, output_abs);
     put_wrappers(out, s, wv, output_abs);

@@ -355,9 +355,16 @@ LW_API void lw_site_register_sized(lw_site *site, size_t size);
  * lw_metrics_write() lists it from the start.  LW_SITE_AT() names the file
  * and line itself (lockweave-gen's wrappers: the annotation's).  At file
  * scope, once per name. */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+/* C++ code woven by lockweave-gen builds under -Wzero-as-null-pointer-constant
+ * too. */
+#define LW__NULL_PTR nullptr
+#else
+#define LW__NULL_PTR 0
+#endif
 #define LW_SITE_INIT(function, key, file, line)                                \
     {                                                                          \
-        (function), (key), (file), (line), 0                                   \
+        (function), (key), (file), (line), LW__NULL_PTR                        \
     }
 #define LW_SITE(name, function, key)                                           \
     LW_SITE_AT(name, function, key, __FILE__, __LINE__)

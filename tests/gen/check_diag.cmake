@@ -6,23 +6,28 @@
 # With -DCC=compiler: as that compiler's launcher, from the directory above
 # INPUT's, INPUT named relative to it; the messages must name it so, as the
 # compiler's own do, and name no file by its absolute path.
+# INPUT may be C++ (.cpp), and may give its parse flags in a line
+#   // flags: -std=c++20
 get_filename_component(name "${INPUT}" NAME_WE)
+get_filename_component(ext "${INPUT}" LAST_EXT)
+include("${CMAKE_CURRENT_LIST_DIR}/input_flags.cmake")
+lw_input_flags("${INPUT}" flags)
 get_filename_component(dir "${INPUT}" DIRECTORY)
 get_filename_component(top "${dir}" DIRECTORY)
 get_filename_component(subdir "${dir}" NAME)
 file(MAKE_DIRECTORY "${OUT_DIR}")
-set(out "${OUT_DIR}/${name}.lw.c")
+set(out "${OUT_DIR}/${name}.lw${ext}")
 file(REMOVE "${out}")
 if(CC)
   set(out "${OUT_DIR}/${name}.o")
   file(REMOVE "${out}")
   execute_process(COMMAND "${GEN}" --launch "${CC}" "-I${INCLUDE}" -c
-      "${subdir}/${name}.c" -o "${out}"
+      ${flags} "${subdir}/${name}${ext}" -o "${out}"
     WORKING_DIRECTORY "${top}"
     RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_VARIABLE outtext)
   set(shown "${subdir}")
 else()
-  execute_process(COMMAND "${GEN}" "${INPUT}" -o "${out}" -- "-I${INCLUDE}"
+  execute_process(COMMAND "${GEN}" "${INPUT}" -o "${out}" -- "-I${INCLUDE}" ${flags}
     RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_VARIABLE outtext)
   set(shown "${dir}")
 endif()
@@ -46,7 +51,7 @@ foreach(l IN LISTS lines)
   string(REGEX REPLACE ".*// expect: " "" e "${l}")
   # "LINE:COL: ..." is in INPUT; "other.h:LINE:COL: ..." next to it.
   if(e MATCHES "^[0-9]")
-    set(want "${shown}/${name}.c:${e}")
+    set(want "${shown}/${name}${ext}:${e}")
   else()
     set(want "${shown}/${e}")
   endif()

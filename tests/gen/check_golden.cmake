@@ -2,12 +2,18 @@
 # then check a second run is byte-identical and leaves the file untouched,
 # and that the woven file compiles (CC, when given).
 # LW_UPDATE_GOLDEN=1 in the environment rewrites GOLDEN instead.
+# A C++ INPUT (.cpp) is woven to NAME.lw.cpp and compiled with CXX; a line
+#   // flags: -std=c++20
+# in it gives flags for the parse and the compile.
 get_filename_component(name "${INPUT}" NAME_WE)
+get_filename_component(ext "${INPUT}" LAST_EXT)
 get_filename_component(cases "${INPUT}" DIRECTORY)
+include("${CMAKE_CURRENT_LIST_DIR}/input_flags.cmake")
+lw_input_flags("${INPUT}" flags)
 file(MAKE_DIRECTORY "${OUT_DIR}")
-set(out "${OUT_DIR}/${name}.lw.c")
+set(out "${OUT_DIR}/${name}.lw${ext}")
 file(REMOVE "${out}")
-execute_process(COMMAND "${GEN}" "${INPUT}" -o "${out}" -- "-I${INCLUDE}"
+execute_process(COMMAND "${GEN}" "${INPUT}" -o "${out}" -- "-I${INCLUDE}" ${flags}
   RESULT_VARIABLE rc ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "lockweave-gen failed (${rc}):\n${err}")
@@ -56,7 +62,8 @@ endwhile()
 # Same input, same output, and an unchanged output is not rewritten.
 execute_process(COMMAND touch -d "2001-01-01 00:00:00" "${out}")
 file(TIMESTAMP "${out}" before "%s")
-execute_process(COMMAND "${GEN}" "${INPUT}" -o "${out}" -- "-I${INCLUDE}" RESULT_VARIABLE rc)
+execute_process(COMMAND "${GEN}" "${INPUT}" -o "${out}" -- "-I${INCLUDE}" ${flags}
+  RESULT_VARIABLE rc)
 file(TIMESTAMP "${out}" after "%s")
 file(READ "${out}" again)
 string(REPLACE "${cases}" "@CASES@" again "${again}")
@@ -65,8 +72,17 @@ if(NOT rc EQUAL 0 OR NOT again STREQUAL want OR NOT before STREQUAL after)
   message(FATAL_ERROR "second run: rc=${rc}, identical=${again STREQUAL want}, mtime ${before} -> ${after}")
 endif()
 
+if(ext STREQUAL ".cpp")
+  set(CC "${CXX}")
+  set(std ${flags})
+  if(NOT flags MATCHES "-std=")
+    list(APPEND std -std=c++17)
+  endif()
+else()
+  set(std -std=gnu11)
+endif()
 if(CC)
-  execute_process(COMMAND "${CC}" -fsyntax-only -Wall -Wextra -Werror -std=gnu11
+  execute_process(COMMAND "${CC}" -fsyntax-only -Wall -Wextra -Werror ${std}
       "-I${INCLUDE}" "${out}"
     RESULT_VARIABLE rc ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)

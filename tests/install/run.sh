@@ -3,7 +3,8 @@
 # consumer projects against the installed files only:
 #   1. CMake: find_package(lockweave CONFIG REQUIRED), lockweave::runtime
 #      (and lockweave::runtime_static); a C++17 program through
-#      <lockweave.hpp>, when there is a C++ compiler;
+#      <lockweave.hpp> and, with lockweave_generate(), a woven member
+#      function, when there is a C++ compiler;
 #   2. pkg-config --cflags --libs lockweave, compiled by hand, and
 #      --static --cflags --libs with -static; --cflags is the header's
 #      directory alone, the rpath and --variable=lockweave_gen are the
@@ -86,7 +87,7 @@ step "CMake consumer (find_package)"
 "$with_redis" "$work/consumer/consumer_static"
 
 if command -v c++ >/dev/null; then
-  step "C++ consumer of <lockweave.hpp> (find_package)"
+  step "C++ consumer (find_package): <lockweave.hpp>, a woven member function"
   "$cmake_cmd" -S "$here/consumer_cxx" -B "$work/consumer_cxx" -G "$generator" \
     -DCMAKE_PREFIX_PATH="$prefix"
   "$cmake_cmd" --build "$work/consumer_cxx"

@@ -1,4 +1,4 @@
-// An annotated definition in a C++ file of a woven target.
+// An annotated definition in a C++ file of a woven target: woven in place.
 #include "safety.h"
 
 REDIS_LOCK("cxx:{id}", 5s, 1s)
