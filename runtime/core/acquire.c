@@ -100,19 +100,33 @@ static int send_take(struct attempt *a, struct lw_script *script,
                      const char **argv, const size_t *lens, int nkeys,
                      int nargs, int64_t *ttl_ms);
 
+/* The try script's KEYS (lock, fence counter) and ARGV (token, lease ms)
+ * for l, whose companion keys are n. */
+static void try_args(const struct lw_hold *l, const struct lw_names *n,
+                     const char **argv, size_t *lens)
+{
+    argv[0] = l->key;
+    lens[0] = l->keylen;
+    argv[1] = n->fence;
+    lens[1] = n->fencelen;
+    argv[2] = l->token;
+    lens[2] = (size_t)l->toklen;
+    argv[3] = l->expire_str;
+    lens[3] = (size_t)l->expire_len;
+}
+
 /* The first try: the kind's try script where it has one (a free lock taken
  * for fewer of Redis's microseconds), else the acquire-or-queue script,
  * without joining the queue. */
 static int try_free(struct attempt *a, int64_t *ttl_ms)
 {
-    const struct lw_hold *l = a->l;
-    const char *argv[] = {l->key, a->names->fence, l->token, l->expire_str};
-    size_t lens[] = {l->keylen, a->names->fencelen, (size_t)l->toklen,
-                     (size_t)l->expire_len};
+    const char *argv[4];
+    size_t lens[4];
 
-    if (l->kind->try_free == NULL)
+    if (a->l->kind->try_free == NULL)
         return enqueue(a, JOIN_LEAVE, ttl_ms);
-    return send_take(a, l->kind->try_free, argv, lens, 2, 2, ttl_ms);
+    try_args(a->l, a->names, argv, lens);
+    return send_take(a, a->l->kind->try_free, argv, lens, 2, 2, ttl_ms);
 }
 
 /* How long to wait before the next poll: on the mailbox, a poll every
@@ -170,35 +184,25 @@ static int enqueue(struct attempt *a, const char *join, int64_t *ttl_ms)
                      ttl_ms);
 }
 
-/* Send a script that takes the lock (the kind's try or acquire-or-queue)
- * and read its reply: LW_OK (*a->fence, a->valid_ms), LW_R_BUSY (*ttl_ms,
- * a->entry), or an error. */
-static int send_take(struct attempt *a, struct lw_script *script,
-                     const char **argv, const size_t *lens, int nkeys,
-                     int nargs, int64_t *ttl_ms)
+/* What a script that takes the lock (the kind's try or acquire-or-queue)
+ * answered, r: LW_OK (*fence, and *valid_ms the lease it granted),
+ * LW_R_BUSY (*ttl_ms, and entry, GRANT_ENTRY_MAX bytes, our queue entry),
+ * LW_EDONE (a finished run's outcome, now in l), or an error.  The one
+ * reader of that answer: for a take sent alone (send_take()) and for a try
+ * in a pipeline (lw__queue_try_reply()). */
+static int take_reply(struct lw_hold *l, const redisReply *r, uint64_t *fence,
+                      int64_t *valid_ms, int64_t *ttl_ms, char *entry)
 {
-    struct lw_hold *l = a->l;
     unsigned flags = l->kind->flags;
-    int replayed, rc;
-    redisReply *r;
+    int rc;
 
-    rc = lw__send(&a->to,
-                  &(struct lw_request){.script = script,
-                                       .nkeys = nkeys,
-                                       .nargs = nargs,
-                                       .argv = argv,
-                                       .lens = lens},
-                  route_deadline(a), &r, &replayed);
-    a->sent_us = a->to.sent_us;
-    if (rc != LW_OK)
-        return rc;
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
         r->element[0]->type == REDIS_REPLY_INTEGER &&
         r->element[0]->integer > 0 &&
         r->element[1]->type == REDIS_REPLY_INTEGER) {
-        *a->fence = (uint64_t)r->element[0]->integer;
+        *fence = (uint64_t)r->element[0]->integer;
         /* Never more lease than we asked for, whatever the reply says. */
-        a->valid_ms =
+        *valid_ms =
             r->element[1]->integer > 0 && r->element[1]->integer < l->expire_ms
                 ? r->element[1]->integer
                 : l->expire_ms;
@@ -226,19 +230,43 @@ static int send_take(struct attempt *a, struct lw_script *script,
                r->element[0]->type == REDIS_REPLY_INTEGER &&
                r->element[0]->integer < 0 &&
                r->element[1]->type == REDIS_REPLY_STRING &&
-               r->element[1]->len < sizeof a->entry) {
+               r->element[1]->len < GRANT_ENTRY_MAX) {
         /* The holder's TTL only caps our sleep: a reply past any lease
          * (a key set by someone else, or not Redis talking) must not
          * overflow the microseconds it is turned into. */
         *ttl_ms = r->element[0]->integer < -(long long)UINT32_MAX
                       ? (int64_t)UINT32_MAX
                       : -1 - r->element[0]->integer;
-        memcpy(a->entry, r->element[1]->str, r->element[1]->len);
-        a->entry[r->element[1]->len] = '\0';
+        memcpy(entry, r->element[1]->str, r->element[1]->len);
+        entry[r->element[1]->len] = '\0';
         rc = LW_R_BUSY;
     } else {
         rc = LW_EREDIS;
     }
+    return rc;
+}
+
+/* Send a script that takes the lock (the kind's try or acquire-or-queue)
+ * and read its reply: LW_OK (*a->fence, a->valid_ms), LW_R_BUSY (*ttl_ms,
+ * a->entry), or an error. */
+static int send_take(struct attempt *a, struct lw_script *script,
+                     const char **argv, const size_t *lens, int nkeys,
+                     int nargs, int64_t *ttl_ms)
+{
+    int replayed, rc;
+    redisReply *r;
+
+    rc = lw__send(&a->to,
+                  &(struct lw_request){.script = script,
+                                       .nkeys = nkeys,
+                                       .nargs = nargs,
+                                       .argv = argv,
+                                       .lens = lens},
+                  route_deadline(a), &r, &replayed);
+    a->sent_us = a->to.sent_us;
+    if (rc != LW_OK)
+        return rc;
+    rc = take_reply(a->l, r, a->fence, &a->valid_ms, ttl_ms, a->entry);
     freeReplyObject(r);
     return rc;
 }
@@ -420,12 +448,12 @@ static int wait_for(struct attempt *a, int64_t ttl_ms, int *queued)
  * rather than leave it held by nobody until its TTL.  Best effort: on a dead
  * connection this fails fast, and the TTL remains the bound.
  */
-static void give_back(struct attempt *a)
+static void give_back(const struct lw_hold *l, const struct lw_names *names)
 {
     redisReply *r;
     int replayed;
 
-    if (lw__queue_release_script(a->l, a->names, lw__now_us(), &r, &replayed) ==
+    if (lw__queue_release_script(l, names, lw__now_us(), &r, &replayed) ==
         LW_OK)
         freeReplyObject(r);
 }
@@ -448,21 +476,12 @@ static int hot_key(const struct lw_hold *l, int64_t now_us)
     return now_us < hot.until_us && hot.hash == key_hash(l);
 }
 
-int lw__queue_acquire(struct lw_hold *l, const lw_lock_opts *opts,
-                      uint64_t *fence)
+/* A new token for l, with its kind's tag: LW_OK or lw__token_new()'s
+ * error. */
+static int token_init(struct lw_hold *l)
 {
-    char alivebuf[NAME_INLINE]; /* not in a: no need to zero it */
-    struct attempt a = {
-        .l = l, .opts = opts, .fence = fence, .alivebuf = alivebuf};
-    struct lw_names names;
-    int64_t start_us = lw__now_us(), ttl_ms = 0;
-    int rc, toklen, queued = 0;
+    int toklen = lw__token_new(l->token);
 
-    rc = lw__target_for(&a.to, l->cfg, l->key, l->keylen);
-    if (rc != LW_OK)
-        return rc;
-    a.deadline_us = start_us + (int64_t)opts->wait_ms * 1000;
-    toklen = lw__token_new(l->token);
     if (toklen < 0)
         return toklen;
     if (l->kind->token_tag != NULL) {
@@ -471,6 +490,26 @@ int lw__queue_acquire(struct lw_hold *l, const lw_lock_opts *opts,
         toklen += (int)n;
     }
     l->toklen = toklen;
+    return LW_OK;
+}
+
+int lw__queue_acquire(struct lw_hold *l, const lw_lock_opts *opts,
+                      uint64_t *fence)
+{
+    char alivebuf[NAME_INLINE]; /* not in a: no need to zero it */
+    struct attempt a = {
+        .l = l, .opts = opts, .fence = fence, .alivebuf = alivebuf};
+    struct lw_names names;
+    int64_t start_us = lw__now_us(), ttl_ms = 0;
+    int rc, queued = 0;
+
+    rc = lw__target_for(&a.to, l->cfg, l->key, l->keylen);
+    if (rc != LW_OK)
+        return rc;
+    a.deadline_us = start_us + (int64_t)opts->wait_ms * 1000;
+    rc = token_init(l);
+    if (rc != LW_OK)
+        return rc;
     if (lw__names_init(&names, l->key, l->keylen, l->prefix_len,
                        l->cfg->ep.topology == LW_TOPO_CLUSTER) != LW_OK)
         return LW_ENOMEM;
@@ -490,7 +529,7 @@ int lw__queue_acquire(struct lw_hold *l, const lw_lock_opts *opts,
         hot.hash = key_hash(l);
     }
     if (rc == LW_EREDIS || rc == LW_EAUTH) /* EAUTH: NOPERM in a script */
-        give_back(&a);
+        give_back(l, &names);
     if (rc == LW_OK) {
         /* The lease is measured from before the request: whatever the
          * round trip took, our clock never believes in more lease than
@@ -503,5 +542,55 @@ int lw__queue_acquire(struct lw_hold *l, const lw_lock_opts *opts,
     lw__names_free(&names);
     if (a.alive != NULL && a.alive != a.alivebuf)
         free(a.alive);
+    return rc;
+}
+
+int lw__queue_try_request(struct lw_try *t, struct lw_hold *l)
+{
+    int rc;
+
+    t->l = l;
+    t->q.script = NULL; /* nothing to free yet */
+    if (l->kind->try_free == NULL)
+        return LW_EINVAL;
+    rc = token_init(l);
+    if (rc != LW_OK)
+        return rc;
+    if (lw__names_init(&t->names, l->key, l->keylen, l->prefix_len,
+                       l->cfg->ep.topology == LW_TOPO_CLUSTER) != LW_OK)
+        return LW_ENOMEM;
+    try_args(l, &t->names, t->argv, t->lens);
+    t->q = (struct lw_request){.script = l->kind->try_free,
+                               .nkeys = 2,
+                               .nargs = 2,
+                               .argv = t->argv,
+                               .lens = t->lens};
+    return LW_OK;
+}
+
+int lw__queue_try_reply(struct lw_try *t, int rc, redisReply *r,
+                        int64_t sent_us, uint64_t *fence)
+{
+    struct lw_hold *l = t->l;
+    char entry[GRANT_ENTRY_MAX];
+    int64_t valid_ms = 0, ttl_ms = 0;
+
+    if (t->q.script == NULL) { /* never sent */
+        if (r != NULL)
+            freeReplyObject(r);
+        return rc != LW_OK ? rc : LW_EINVAL;
+    }
+    if (rc == LW_OK)
+        rc = take_reply(l, r, fence, &valid_ms, &ttl_ms, entry);
+    if (r != NULL)
+        freeReplyObject(r);
+    /* As lw__queue_acquire(): a failed try may still have taken it, if it
+     * was written at all. */
+    if ((rc == LW_EREDIS || rc == LW_EAUTH) && sent_us != 0)
+        give_back(l, &t->names);
+    if (rc == LW_OK) /* from before the request, as lw__queue_acquire() */
+        l->valid_until_ms = sent_us / 1000 + valid_ms;
+    lw__names_free(&t->names);
+    t->q.script = NULL;
     return rc;
 }

@@ -145,21 +145,47 @@ static void init(void)
     lw__gate_on_close(wake_all);
 }
 
+static uint64_t hash_key(const struct lw_settings *cfg, const char *key,
+                         size_t keylen)
+{
+    return lw__hash_bytes(key, keylen) ^ (uintptr_t)cfg;
+}
+
 static uint64_t hash_of(const struct lw_hold *l)
 {
-    return lw__hash_bytes(l->key, l->keylen) ^ (uintptr_t)l->cfg;
+    return hash_key(l->cfg, l->key, l->keylen);
+}
+
+/* The cohort of key under cfg (h: hash_key()), NULL if none.  Under
+ * tab.mu. */
+static struct lw_cohort *find_key(const struct lw_settings *cfg,
+                                  const char *key, size_t keylen, uint64_t h)
+{
+    struct lw_cohort *c = tab.bucket[h % BUCKETS];
+
+    while (c != NULL && (c->hash != h || c->cfg != cfg || c->keylen != keylen ||
+                         memcmp(c->key, key, keylen) != 0))
+        c = c->next;
+    return c;
 }
 
 /* l's cohort (h: hash_of(l)), NULL if none.  Under tab.mu. */
 static struct lw_cohort *find(const struct lw_hold *l, uint64_t h)
 {
-    struct lw_cohort *c = tab.bucket[h % BUCKETS];
+    return find_key(l->cfg, l->key, l->keylen, h);
+}
 
-    while (c != NULL &&
-           (c->hash != h || c->cfg != l->cfg || c->keylen != l->keylen ||
-            memcmp(c->key, l->key, l->keylen) != 0))
-        c = c->next;
-    return c;
+int lw__cohort_idle(const struct lw_settings *cfg, const char *key,
+                    size_t keylen)
+{
+    uint64_t h = hash_key(cfg, key, keylen);
+    int idle;
+
+    pthread_once(&once, init); /* tab.mu taken: a fork must not find it so */
+    pthread_mutex_lock(&tab.mu);
+    idle = find_key(cfg, key, keylen, h) == NULL;
+    pthread_mutex_unlock(&tab.mu);
+    return idle;
 }
 
 /* l's cohort, made if needed, with one more user; NULL out of memory.

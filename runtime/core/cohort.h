@@ -22,4 +22,12 @@ int lw__cohort_acquire(struct lw_hold *l, const lw_lock_opts *opts,
  * thread of this process waiting for it (LW_OK), or through Redis. */
 int lw__cohort_release(struct lw_hold *l);
 
+/* 1 when no thread of this process holds or waits for key (the full Redis
+ * key) under cfg through a cohort, right now: a take that goes straight to
+ * Redis (an event loop's pipelined try, take.c) would then not race one of
+ * ours for it.  0 when one does. */
+struct lw_settings;
+int lw__cohort_idle(const struct lw_settings *cfg, const char *key,
+                    size_t keylen);
+
 #endif

@@ -66,6 +66,14 @@ struct lw_kind {
     int (*release)(const struct lw_hold *l, const struct lw_names *n,
                    int64_t hold_ms, int64_t deadline_us, redisReply **r,
                    int *replayed);
+    /* The script release sends for a lease with no minimum hold, when it
+     * is one script taking exactly lw__release_args() with no hold
+     * argument (and the readers' set with LW_KIND_READERS), answering as
+     * release does: what a release pipelined with others sends
+     * (lw__queue_give_request(), for an event loop's pump).  NULL: the
+     * kind's release is only release (its script takes a hold, or it
+     * splits). */
+    struct lw_script *release_script;
     /* lockweave-ctl: does a lock key whose GET was answered so hold a lock
      * of this kind? */
     int (*owns)(const redisReply *get);

@@ -239,5 +239,6 @@ const struct lw_kind lw__kind_mutex = {
     .try_free = &lw__script_try,
     .renew = &lw__script_renew,
     .release = release,
+    .release_script = &lw__script_release, /* lw__release_send()'s */
     .owns = owns,
 };

@@ -37,6 +37,8 @@ struct key {
 
 struct lw_lease {
     unsigned fork_gen;      /* the process that took it */
+    int batched;            /* taken by lw__lease_batch(): its one key went
+                               to Redis alone, never through a cohort */
     lw_lease_owner_fn told; /* lw__lease_set_owner() */
     void *owner;
     int n;          /* keys, sorted by their full Redis keys */
@@ -99,6 +101,28 @@ static struct lw_lease *lease_new(const void *const *keys,
     return l;
 }
 
+/* Count h, given back with answer r, out of the lease: what every key's
+ * give-back adds to the stats and its site's metrics. */
+static int given_back(struct lw_hold *h, int r)
+{
+    LW_STAT_SUB(held, 1);
+    lw__site_hold(h->site, (uint64_t)(lw__now_us() - h->acquired_us));
+    if (r == LW_ELOST) {
+        LW_STAT_ADD(lost, 1);
+        LW_SITE_ADD(h->site, lost, 1);
+    }
+    return r;
+}
+
+/* Count k, just taken: what every key's take adds. */
+static void took(struct key *k)
+{
+    LW_STAT_ADD(acquired, 1);
+    LW_STAT_ADD(held, 1);
+    LW_SITE_ADD(k->hold.site, acquired, 1);
+    lw__site_wait(k->hold.site, k->hold.waited_us);
+}
+
 /* Give back the first n keys of l, the last first: LW_OK, or the first
  * LW_ELOST. */
 static int give_back(struct lw_lease *l, int n)
@@ -107,13 +131,7 @@ static int give_back(struct lw_lease *l, int n)
 
     for (int i = n - 1; i >= 0; i--) {
         struct lw_hold *h = &l->k[i].hold;
-        int r = lw__give_back(h);
-        LW_STAT_SUB(held, 1);
-        lw__site_hold(h->site, (uint64_t)(lw__now_us() - h->acquired_us));
-        if (r == LW_ELOST) {
-            LW_STAT_ADD(lost, 1);
-            LW_SITE_ADD(h->site, lost, 1);
-        }
+        int r = given_back(h, lw__give_back(h));
         if (rc == LW_OK)
             rc = r;
     }
@@ -140,10 +158,7 @@ static int take_all(struct lw_lease *l)
                       l->k[i].prefix_len, &o, &l->k[i].fence);
         if (rc != LW_OK)
             break;
-        LW_STAT_ADD(acquired, 1);
-        LW_STAT_ADD(held, 1);
-        LW_SITE_ADD(l->k[i].hold.site, acquired, 1);
-        lw__site_wait(l->k[i].hold.site, l->k[i].hold.waited_us);
+        took(&l->k[i]);
     }
     if (rc == LW_OK)
         return LW_OK;
@@ -194,6 +209,132 @@ int lw__lease_take(const void *const *keys, const size_t *keylens,
     }
     *out = l;
     return set_last(LW_OK);
+}
+
+/* key (the bytes after the prefix) as a full Redis key under s, in buf
+ * (size bytes) when it fits, else on the heap; NULL when out of memory. */
+static char *full_key(const struct lw_settings *s, const void *key,
+                      size_t keylen, char *buf, size_t size)
+{
+    size_t n = s->prefix_len + keylen;
+    char *p = n <= size ? buf : malloc(n);
+
+    if (p != NULL) {
+        memcpy(p, s->prefix, s->prefix_len);
+        memcpy(p + s->prefix_len, key, keylen);
+    }
+    return p;
+}
+
+int lw__lease_batchable(const void *key, size_t keylen,
+                        const lw_lock_opts *opts)
+{
+    const struct lw_settings *s;
+    char buf[256], *full;
+    int ok = 0;
+
+    lw__gate_pass(); /* lw_shutdown() frees the settings read here */
+    s = lw__settings();
+    if (s->error == LW_OK &&
+        (full = full_key(s, key, keylen, buf, sizeof buf)) != NULL) {
+        ok = lw__take_batchable(s, full, s->prefix_len + keylen, opts);
+        if (full != buf)
+            free(full);
+    }
+    lw__gate_exit();
+    return ok;
+}
+
+int lw__lease_give_batchable(const lw_lease *l)
+{
+    int ok;
+
+    if (!l->batched || l->fork_gen != lw__fork_gen)
+        return 0;
+    lw__gate_pass();
+    ok = lw__give_batchable(&l->k[0].hold);
+    lw__gate_exit();
+    return ok;
+}
+
+/* ops[i]'s take or give-back as a key's (lw_take_op), into t: 1 when it
+ * is in the batch, 0 when it is already over (ops[i].status set). */
+static int batch_op(struct lw_lease_op *op, struct lw_take_op *t)
+{
+    const struct lw_settings *s;
+    struct lw_lease *l = op->lease;
+    int rc;
+
+    if (op->give) {
+        if (l->told != NULL)
+            l->told(l->owner, l); /* as lw_release() */
+        if (l->fork_gen != lw__fork_gen) {
+            free(l);
+            op->lease = NULL;
+            op->status = LW_EFORKED;
+            return 0;
+        }
+        *t = (struct lw_take_op){.h = &l->k[0].hold, .give = 1};
+        return 1;
+    }
+    op->lease = NULL;
+    lw__gate_pass(); /* as lw__lease_take() */
+    s = lw__settings();
+    rc = s->error;
+    if (rc == LW_OK) {
+        l = lease_new(&op->key, &op->keylen, op->opts, 1, s->prefix,
+                      s->prefix_len);
+        rc = l == NULL ? LW_ENOMEM : LW_OK;
+    }
+    lw__gate_exit();
+    if (rc != LW_OK) {
+        op->status = rc;
+        return 0;
+    }
+    l->batched = 1;
+    op->lease = l;
+    *t = (struct lw_take_op){.h = &l->k[0].hold,
+                             .key = l->k[0].key,
+                             .keylen = l->k[0].keylen,
+                             .prefix_len = l->k[0].prefix_len,
+                             .opts = &l->k[0].opts,
+                             .fence = &l->k[0].fence};
+    return 1;
+}
+
+void lw__lease_batch(struct lw_lease_op *ops, int n)
+{
+    struct lw_take_op *t = malloc((size_t)n * sizeof *t);
+    int m = 0;
+
+    lw__fork_init();
+    if (t == NULL) { /* each alone, the blocking way */
+        for (int i = 0; i < n; i++)
+            ops[i].status = ops[i].give ? lw_release(ops[i].lease) : LW_ENOMEM;
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        if (batch_op(&ops[i], &t[m]))
+            m++;
+    lw__take_batch(t, m);
+    for (int i = 0, k = 0; i < n; i++) {
+        struct lw_lease *l = ops[i].lease;
+        if (l == NULL)
+            continue; /* over before the batch */
+        ops[i].status = t[k].rc;
+        if (ops[i].give) {
+            given_back(&l->k[0].hold, t[k].rc);
+            free(l);
+            ops[i].lease = NULL;
+        } else if (t[k].rc == LW_OK) {
+            took(&l->k[0]);
+        } else {
+            free(l);
+            ops[i].lease = NULL;
+        }
+        k++;
+    }
+    free(t);
 }
 
 int lw_acquire_keys_sized(const void *const *keys, const size_t *keylens, int n,

@@ -25,6 +25,36 @@ int lw__lease_args(const void *const *keys, const size_t *keylens, int n,
 int lw__lease_take(const void *const *keys, const size_t *keylens,
                    const lw_lock_opts *opts, int n, lw_lease **out);
 
+/*
+ * One-key leases taken and given back many at once, in one pipeline on
+ * this thread's connection (an event loop's pump, loop/loop.c; take.h's
+ * batch does the keys).  A take is the free try alone: busy, it is the
+ * caller's to take the blocking way (lw__lease_take()).
+ */
+
+/* May the key (the bytes after the prefix) be taken in a batch with opts
+ * (take.h's lw__take_batchable()), now?  1 or 0. */
+int lw__lease_batchable(const void *key, size_t keylen,
+                        const lw_lock_opts *opts);
+
+/* May l be given back in a batch: taken by one, still the process's, and
+ * lw__give_batchable()?  1 or 0. */
+int lw__lease_give_batchable(const lw_lease *l);
+
+struct lw_lease_op {
+    int give;        /* 0: take key, 1: give back lease */
+    const void *key; /* take: one key (copied), with its options */
+    size_t keylen;
+    const lw_lock_opts *opts;
+    lw_lease *lease; /* give: the lease, freed; take: the lease won */
+    int status;      /* take: LW_OK (lease), LW_R_BUSY (held by another:
+                        take it with lw__lease_take()), or why not; give:
+                        what lw_release() would return */
+};
+
+/* Do ops[0..n), each status set. */
+void lw__lease_batch(struct lw_lease_op *ops, int n);
+
 /* Release hook: fn(owner, l) runs in lw_release(l), from the releasing
  * thread, before l's keys are given back.  fn NULL: none.  Not
  * thread-safe against a release of l. */

@@ -6,6 +6,8 @@
 #include <stdint.h>
 
 #include "core/hold.h"
+#include "core/keynames.h"
+#include "net/conn.h"
 
 /*
  * The queue backend: one server or a Redis Cluster, waiters queued fairly
@@ -42,6 +44,35 @@ int lw__release_send(const struct lw_settings *s, const char *key,
                      size_t keylen, const char *token, size_t toklen,
                      const struct lw_names *names, int flags,
                      int64_t deadline_us, redisReply **r, int *replayed);
+
+/*
+ * A free try as a request of its own, built here and sent by the caller
+ * with others in one pipeline (core/take.c's batch, for an event loop's
+ * pump): the same script, arguments and reading of its answer as
+ * lw__queue_acquire()'s first try, one server only (release.h has the
+ * release's).  t holds what its request points to: it must not move
+ * between the two calls.
+ */
+struct lw_try {
+    struct lw_hold *l;
+    struct lw_names names;
+    const char *argv[4];
+    size_t lens[4];
+    struct lw_request q; /* what to send */
+};
+
+/* l's free try (l from lw__hold_init(), its kind with a try script): a
+ * new token in l, the request in t->q.  LW_OK; else nothing to send, and
+ * lw__queue_try_reply() still ends t. */
+int lw__queue_try_request(struct lw_try *t, struct lw_hold *l);
+
+/* What the try's round trip gave, rc and r (freed here), sent_us when it
+ * was first written (0: never): LW_OK (*fence, l->valid_until_ms),
+ * LW_R_BUSY, or an error, after which a lock a written try may have taken
+ * is given back (a blocking round trip, best effort), as
+ * lw__queue_acquire() does. */
+int lw__queue_try_reply(struct lw_try *t, int rc, redisReply *r,
+                        int64_t sent_us, uint64_t *fence);
 
 /* Leave no receipt: the release is not the holder's, whose own release
  * must then find its lock lost, not released by itself. */

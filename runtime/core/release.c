@@ -44,6 +44,33 @@ static int release_verdict(struct lw_hold *l, long long result, int ran_out)
     return lw__hold_lose(l, LW_LOST_GONE, why);
 }
 
+/* The verdict on l's release, whose script's round trip gave rc and r
+ * (freed here; an answer that is no integer is no answer): the release
+ * sent alone (lw__queue_release()) and the one in a pipeline
+ * (lw__queue_give_reply()) both end here, one policy. */
+static int release_outcome(struct lw_hold *l, int rc, redisReply *r,
+                           int ran_out)
+{
+    if (rc == LW_OK && (r == NULL || r->type != REDIS_REPLY_INTEGER))
+        rc = LW_EREDIS;
+    if (rc == LW_OK) {
+        rc = release_verdict(l, r->integer, ran_out);
+    } else {
+        /* Nothing says the key still held our token when the section
+         * ended, and LW_OK promises that it did.  The key ends by its TTL,
+         * so waiters are delayed, not endangered. */
+        char why[96];
+        snprintf(why, sizeof why,
+                 "Redis did not confirm the release (%s); the key ends by its "
+                 "TTL",
+                 lw_strerror(rc ? rc : LW_EREDIS));
+        rc = lw__hold_lose(l, LW_LOST_NO_REPLY, why);
+    }
+    if (r != NULL)
+        freeReplyObject(r);
+    return rc;
+}
+
 /* How long a release's receipt lasts: past the retry of a release whose
  * reply was lost (replayed at once, after at most a reconnect and a
  * timeout). */
@@ -113,6 +140,8 @@ int lw__queue_release(struct lw_hold *l)
     struct lw_names names;
     redisReply *r = NULL;
     int rc, replayed = 0;
+    /* Read after the watchdog stopped renewing l (the guard's, or the
+     * pump's, first step): nothing extends the lease from here. */
     int ran_out =
         lw__now_ms() >= __atomic_load_n(&l->valid_until_ms, __ATOMIC_RELAXED);
     int64_t hold_ms = ran_out ? 0 : lw__hold_left_ms(l);
@@ -128,20 +157,39 @@ int lw__queue_release(struct lw_hold *l)
         rc = l->kind->release(l, &names, hold_ms, deadline_us, &r, &replayed);
         lw__names_free(&names);
     }
-    if (rc == LW_OK) {
-        rc = release_verdict(l, r->integer, ran_out);
-    } else {
-        /* Nothing says the key still held our token when the section
-         * ended, and LW_OK promises that it did.  The key ends by its TTL,
-         * so waiters are delayed, not endangered. */
-        char why[96];
-        snprintf(why, sizeof why,
-                 "Redis did not confirm the release (%s); the key ends by its "
-                 "TTL",
-                 lw_strerror(rc ? rc : LW_EREDIS));
-        rc = lw__hold_lose(l, LW_LOST_NO_REPLY, why);
-    }
-    if (r != NULL)
-        freeReplyObject(r);
-    return rc;
+    return release_outcome(l, rc, r, ran_out);
+}
+
+int lw__queue_give_request(struct lw_give *g, struct lw_hold *l)
+{
+    g->l = l;
+    g->q.script = NULL; /* nothing to free yet */
+    g->ran_out =
+        lw__now_ms() >= __atomic_load_n(&l->valid_until_ms, __ATOMIC_RELAXED);
+    /* A minimum hold, or a kind whose release takes more (kind.h), goes
+     * by lw__queue_release(). */
+    if (l->kind->release_script == NULL || l->hold_ms > 0)
+        return LW_EINVAL;
+    if (lw__names_init(&g->names, l->key, l->keylen, l->prefix_len,
+                       l->cfg->ep.topology == LW_TOPO_CLUSTER) != LW_OK)
+        return LW_ENOMEM;
+    lw__release_args(&g->a, l->cfg, l->key, l->keylen, l->token,
+                     (size_t)l->toklen, &g->names,
+                     (l->kind->flags & LW_KIND_READERS) != 0, 0, -1);
+    g->q = (struct lw_request){.script = l->kind->release_script,
+                               .nkeys = g->a.nkeys,
+                               .nargs = g->a.nargs,
+                               .argv = g->a.argv,
+                               .lens = g->a.lens};
+    return LW_OK;
+}
+
+int lw__queue_give_reply(struct lw_give *g, int rc, redisReply *r)
+{
+    if (g->q.script != NULL)
+        lw__names_free(&g->names);
+    else if (rc == LW_OK)
+        rc = LW_EINVAL; /* never sent: no answer */
+    g->q.script = NULL;
+    return release_outcome(g->l, rc, r, g->ran_out);
 }

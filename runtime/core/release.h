@@ -5,6 +5,8 @@
 #include <stdint.h>
 
 #include "base/numfmt.h"
+#include "core/keynames.h"
+#include "net/conn.h"
 #include "net/script.h"
 
 /*
@@ -46,5 +48,29 @@ int lw__release_with(const struct lw_hold *l, const struct lw_names *n,
                      int64_t hold_ms, struct lw_script *script, int readers,
                      lw_split_fn split, int64_t deadline_us,
                      struct redisReply **r, int *replayed);
+
+/*
+ * A release as a request of its own, built here and sent by the caller
+ * with others in one pipeline (core/take.c's batch, for an event loop's
+ * pump): the script, arguments and verdict of lw__queue_release(), one
+ * server only.  g holds what its request points to: it must not move
+ * between the two calls.
+ */
+struct lw_give {
+    struct lw_hold *l;
+    struct lw_names names;
+    struct lw_release_args a;
+    struct lw_request q; /* what to send */
+    int ran_out;         /* the lease had run out when it was built */
+};
+
+/* l's release (its renewals stopped; its kind with a release script and
+ * no minimum hold): the request in g->q.  LW_OK; else nothing to send, and
+ * lw__queue_give_reply() still gives the verdict. */
+int lw__queue_give_request(struct lw_give *g, struct lw_hold *l);
+
+/* What the release's round trip gave, rc and r (freed here): the verdict
+ * lw__queue_release() gives, LW_OK or LW_ELOST (the lost handler told). */
+int lw__queue_give_reply(struct lw_give *g, int rc, redisReply *r);
 
 #endif

@@ -40,6 +40,23 @@ int lw__send(struct lw_target *t, const struct lw_request *q,
     return rc;
 }
 
+int lw__send_many(struct lw_target *t, const struct lw_request *const *q, int n,
+                  redisReply **out, int *rcs, int *replayed)
+{
+    int rc;
+
+    if (t->conn == NULL) { /* a router's: not pipelined here */
+        for (int i = 0; i < n; i++) {
+            out[i] = NULL;
+            rcs[i] = LW_EINVAL;
+        }
+        return LW_EINVAL;
+    }
+    rc = lw__conn_run_many(t->conn, q, n, out, rcs, replayed);
+    t->sent_us = t->conn->sent_us;
+    return rc;
+}
+
 int lw__send_script(const struct lw_settings *cfg, struct lw_script *script,
                     int nkeys, int nargs, const char *const *argv,
                     const size_t *lens, int flags, int64_t deadline_us,

@@ -43,6 +43,14 @@ int lw__target_for(struct lw_target *t, const struct lw_settings *cfg,
 int lw__send(struct lw_target *t, const struct lw_request *q,
              int64_t deadline_us, redisReply **out, int *replayed);
 
+/* Send q[0..n) to t, a single server's connection, as one pipeline
+ * (lw__conn_run_many(): each answered by one reply, rcs[i] and out[i] as
+ * lw__send() would give for q[i] alone); t->sent_us when it was first
+ * written.  In a cluster or behind Sentinel: LW_EINVAL (every rcs[i] too),
+ * nothing sent: their requests go key by key through the router. */
+int lw__send_many(struct lw_target *t, const struct lw_request *const *q, int n,
+                  redisReply **out, int *rcs, int *replayed);
+
 /* Run script (KEYS argv[0..nkeys), then nargs ARGV) on the node of
  * argv[0]'s key under cfg, as lw__send() does: LW_OK with *r its integer
  * reply (the caller frees it), LW_R_SPLIT (flags LW_REQ_SPLIT_OK: its keys

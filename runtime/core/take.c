@@ -1,10 +1,18 @@
-/* Taking and giving back one key's lock (take.h). */
+/* Taking and giving back one key's lock (take.h): alone, or many of them
+ * at once in one pipeline (lw__take_batch()). */
 #include "core/take.h"
+
+#include <stdlib.h>
 
 #include "base/config.h"
 #include "base/gate.h"
+#include "base/result.h"
 #include "core/backend.h"
 #include "core/cohort.h"
+#include "core/kind.h"
+#include "core/queue.h"
+#include "core/release.h"
+#include "core/send.h"
 #include "core/watchdog.h"
 
 int lw__opts_check(const lw_lock_opts *o)
@@ -30,24 +38,16 @@ static int give_back(struct lw_hold *h)
     return lw__cohort_release(h);
 }
 
-/* A lock won while lw_shutdown() waits for us is given back at once: the
- * body must not start under a runtime being taken down, and whatever made
- * the wait fail then, the caller's answer is the shutdown. */
-int lw__take(struct lw_hold *h, const char *key, size_t keylen,
-             size_t prefix_len, const lw_lock_opts *opts, uint64_t *fence)
+/* What follows a take's answer rc (h held when LW_OK), in the gate: the
+ * watchdog renews it from now on and its minimum hold starts.  The one
+ * tail of lw__take() and lw__take_batch().  A lock won while lw_shutdown()
+ * waits for us is given back at once: the body must not start under a
+ * runtime being taken down, and whatever made the wait fail then, the
+ * caller's answer is the shutdown. */
+static int taken(struct lw_hold *h, int rc)
 {
-    const struct lw_settings *cfg;
-    int rc = lw__gate_enter(), held;
+    int held = rc == LW_OK;
 
-    if (rc != LW_OK)
-        return rc;
-    cfg = lw__settings();
-    rc = cfg->error;
-    if (rc != LW_OK)
-        goto out;
-    lw__hold_init(h, lw__backend_for(cfg), cfg, key, keylen, prefix_len, opts);
-    rc = lw__cohort_acquire(h, opts, fence);
-    held = rc == LW_OK;
     if (held)
         rc = lw__gate_closing() ? LW_ESHUTDOWN : lw__watchdog_add(h);
     if (held && rc == LW_OK)
@@ -57,7 +57,24 @@ int lw__take(struct lw_hold *h, const char *key, size_t keylen,
         give_back(h);
     if (rc != LW_OK && lw__gate_closing())
         rc = LW_ESHUTDOWN;
-out:
+    return rc;
+}
+
+int lw__take(struct lw_hold *h, const char *key, size_t keylen,
+             size_t prefix_len, const lw_lock_opts *opts, uint64_t *fence)
+{
+    const struct lw_settings *cfg;
+    int rc = lw__gate_enter();
+
+    if (rc != LW_OK)
+        return rc;
+    cfg = lw__settings();
+    rc = cfg->error;
+    if (rc == LW_OK) {
+        lw__hold_init(h, lw__backend_for(cfg), cfg, key, keylen, prefix_len,
+                      opts);
+        rc = taken(h, lw__cohort_acquire(h, opts, fence));
+    }
     lw__gate_exit();
     return rc;
 }
@@ -71,4 +88,140 @@ int lw__give_back(struct lw_hold *h)
     rc = give_back(h);
     lw__gate_exit();
     return rc;
+}
+
+int lw__take_batchable(const struct lw_settings *cfg, const char *key,
+                       size_t keylen, const lw_lock_opts *opts)
+{
+    const struct lw_kind *k = lw__kind_for(opts);
+
+    /* Cluster, Sentinel and Redlock route each key (or vote): their
+     * requests go alone.  A minimum hold's release keeps the key, and
+     * wait_replicas waits after the take: both the blocking path's.  A key
+     * a thread of this process holds or waits for goes through the cohort
+     * (cohort.c), in turn, rather than race it to Redis. */
+    return cfg->error == LW_OK && cfg->ep.topology == LW_TOPO_SINGLE &&
+           cfg->wait_replicas == 0 && opts->hold_at_least_ms == 0 &&
+           opts->once_window_ms == 0 && k->try_free != NULL &&
+           k->release_script != NULL && lw__cohort_idle(cfg, key, keylen);
+}
+
+int lw__give_batchable(const struct lw_hold *h)
+{
+    /* Ended (lw_shutdown() ran: h->cfg is gone) or lost: lw__give_back()
+     * says so without a round trip, or logs it once. */
+    return !__atomic_load_n(&h->ended, __ATOMIC_ACQUIRE) && !lw__hold_lost(h) &&
+           h->cohort == NULL && h->hold_ms == 0 && h->cfg == lw__settings() &&
+           h->cfg->ep.topology == LW_TOPO_SINGLE &&
+           h->kind->release_script != NULL;
+}
+
+/* One op's request while the batch is built. */
+struct work {
+    union {
+        struct lw_try t;
+        struct lw_give g;
+    } u;
+    int sent; /* in the pipeline */
+};
+
+/* Build op's request into w (in the gate, entered here): 1 when it is to
+ * be sent, 0 when op is already over (op->rc set, out of the gate). */
+static int prepare(struct lw_take_op *op, struct work *w)
+{
+    const struct lw_settings *cfg;
+    int rc;
+
+    if (op->give) {
+        lw__gate_pass(); /* as lw__give_back() */
+        if (__atomic_load_n(&op->h->ended, __ATOMIC_ACQUIRE)) {
+            op->rc = LW_ELOST; /* as cohort.c's release() */
+            lw__gate_exit();
+            return 0;
+        }
+        /* Before the release is sent: a renewal in flight after it could
+         * extend a key someone else just created. */
+        lw__watchdog_remove(op->h);
+        rc = lw__queue_give_request(&w->u.g, op->h);
+        if (rc == LW_OK)
+            return 1;
+        op->rc = lw__queue_give_reply(&w->u.g, rc, NULL);
+        lw__gate_exit();
+        return 0;
+    }
+    rc = lw__gate_enter();
+    if (rc != LW_OK) {
+        op->rc = rc;
+        return 0;
+    }
+    cfg = lw__settings();
+    rc = cfg->error;
+    if (rc == LW_OK && !lw__take_batchable(cfg, op->key, op->keylen, op->opts))
+        rc = LW_R_BUSY; /* the configuration changed: the slow path */
+    if (rc == LW_OK) {
+        lw__hold_init(op->h, lw__backend_for(cfg), cfg, op->key, op->keylen,
+                      op->prefix_len, op->opts);
+        rc = lw__queue_try_request(&w->u.t, op->h);
+        if (rc == LW_OK)
+            return 1;
+        rc = lw__queue_try_reply(&w->u.t, rc, NULL, 0, op->fence);
+    }
+    op->rc = rc;
+    lw__gate_exit();
+    return 0;
+}
+
+/* Every op ends with rc, unsent (out of memory for the batch): a give
+ * back goes alone instead. */
+static void alone(struct lw_take_op *ops, int n, int rc)
+{
+    for (int i = 0; i < n; i++)
+        ops[i].rc = ops[i].give ? lw__give_back(ops[i].h) : rc;
+}
+
+void lw__take_batch(struct lw_take_op *ops, int n)
+{
+    struct work *w = calloc((size_t)n, sizeof *w);
+    const struct lw_request **q = malloc((size_t)n * sizeof *q);
+    redisReply **out = malloc((size_t)n * sizeof *out);
+    int *rcs = malloc((size_t)n * sizeof *rcs), m = 0, replayed, rc = LW_OK;
+    const struct lw_settings *cfg = NULL;
+    struct lw_target to = {0};
+
+    if (w == NULL || q == NULL || out == NULL || rcs == NULL) {
+        alone(ops, n, LW_ENOMEM);
+        goto out;
+    }
+    for (int i = 0; i < n; i++)
+        if ((w[i].sent = prepare(&ops[i], &w[i])) != 0) {
+            q[m++] = ops[i].give ? &w[i].u.g.q : &w[i].u.t.q;
+            cfg = ops[i].h->cfg;
+        }
+    /* One server: this thread's own connection, whichever op's settings
+     * (each is that server's, lw__take_batchable() said). */
+    if (m > 0)
+        rc = lw__target_for(&to, cfg, NULL, 0);
+    if (m > 0 && rc == LW_OK)
+        lw__send_many(&to, q, m, out, rcs, &replayed);
+    for (int i = 0, k = 0; i < n; i++) {
+        struct lw_take_op *op = &ops[i];
+        if (!w[i].sent)
+            continue;
+        if (rc != LW_OK) { /* no connection */
+            out[k] = NULL;
+            rcs[k] = rc;
+        }
+        if (op->give)
+            op->rc = lw__queue_give_reply(&w[i].u.g, rcs[k], out[k]);
+        else
+            op->rc = taken(op->h, lw__queue_try_reply(&w[i].u.t, rcs[k], out[k],
+                                                      to.sent_us, op->fence));
+        k++;
+        lw__gate_exit();
+    }
+out:
+    free(w);
+    free(q);
+    free(out);
+    free(rcs);
 }

@@ -7,6 +7,8 @@
 
 #include "core/hold.h"
 
+struct lw_settings;
+
 /* Longest key accepted (prefix included): a lock key past this is a bug in
  * the template, not a name anyone meant. */
 #define LW_KEY_MAX (64 * 1024)
@@ -34,5 +36,40 @@ int lw__take(struct lw_hold *h, const char *key, size_t keylen,
  * lw_shutdown() waits): LW_OK, or LW_ELOST when it was not ours in Redis
  * to the end. */
 int lw__give_back(struct lw_hold *h);
+
+/*
+ * Many keys' takes and give-backs at once, in one pipeline on this
+ * thread's connection (an event loop's pump, loop/loop.c): each take the
+ * kind's free try only, each give-back its release script, with everything
+ * lw__take() and lw__give_back() do around them (the gate, the watchdog,
+ * the minimum hold's start, the verdict).  Only where nothing else is
+ * needed: lw__take_batchable(), lw__give_batchable().
+ */
+struct lw_take_op {
+    struct lw_hold *h; /* take: filled in; give: what the batch took */
+    int give;          /* 0: take, 1: give back */
+    const char *key;   /* take: as lw__take() */
+    size_t keylen, prefix_len;
+    const lw_lock_opts *opts;
+    uint64_t *fence;
+    int rc; /* take: LW_OK (held), LW_R_BUSY (not held: take it with
+               lw__take()), or why not; give: as lw__give_back() */
+};
+
+/* May the key (the full Redis key) be taken by lw__take_batch() under cfg
+ * with opts: one server, no wait_replicas, a kind with a try and a
+ * one-script release, no minimum hold, and no thread of this process
+ * holding or waiting for it (cohort.c)?  In the gate (cfg is freed by
+ * lw_shutdown()). */
+int lw__take_batchable(const struct lw_settings *cfg, const char *key,
+                       size_t keylen, const lw_lock_opts *opts);
+
+/* May h, taken by lw__take_batch(), be given back by it: not lost, not
+ * ended by lw_shutdown(), its configuration still the current one?  In
+ * the gate. */
+int lw__give_batchable(const struct lw_hold *h);
+
+/* Do ops[0..n) (ops[i].rc set for each). */
+void lw__take_batch(struct lw_take_op *ops, int n);
 
 #endif

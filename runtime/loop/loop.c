@@ -2,29 +2,44 @@
  * Event loops: leases taken and given back without blocking the loop's
  * thread (lw_acquire_async(), lw_release_async()).
  *
- * A request is done by a worker thread of the loop's own, with the
- * blocking calls every other caller uses (lw_acquire_keys(), lw_release()):
- * every kind, topology and option, the fair queue in Redis and its wake-up
- * on release, the hand-off between threads of the process, all as they are
- * for guards.  The loop's thread only submits requests and, told through
- * an eventfd it watches (lw_loop_hooks), runs the finished ones'
+ * Requests are done by threads of the loop's own, with the calls every
+ * other caller uses: the loop's thread only submits requests and, told
+ * through an eventfd it watches (lw_loop_hooks), runs the finished ones'
  * callbacks.  So nothing blocks it: neither connecting (TLS included) nor
  * waiting for a busy lock nor renewing (the watchdog's thread does that)
  * nor releasing.
  *
- * Workers come in two pools, each grown on demand up to its bound: ACQUIRE
+ * The pump does the simple requests, many at once: an acquisition of one
+ * free key on one server, and the release of a lease it took (core/lease.h
+ * says which: lw__lease_batchable(), lw__lease_give_batchable()).  It
+ * takes every request queued for it, sends them all in one write on its
+ * thread's connection (lw__lease_batch(): each acquisition the kind's free
+ * try, each release its release script, with everything a blocking call
+ * does around them) and wakes the loop once for the batch.  A request's
+ * round trip then costs a thread wake-up and a Redis read and write per
+ * batch, not per request.  An acquisition that finds its key busy goes on
+ * to the ACQUIRE pool, which takes it the blocking way (Redis's queue, the
+ * wake-up on release); so does one whose key a request of the pools wants
+ * (requests of one loop for one key are served in the order they came),
+ * or a thread of this process holds or waits for (the cohort hands it on
+ * in memory, cohort.c).
+ *
+ * Everything else goes to the pools, each grown on demand up to its bound,
+ * whose workers make the blocking calls (lw_acquire_keys(), lw_release()):
+ * every kind, topology and option, the fair queue in Redis, the hand-off
+ * between threads of the process, all as they are for guards.  ACQUIRE
  * waits for locks (a worker may wait as long as a request's wait), RELEASE
- * gives them back.  A release never queues behind acquisitions that wait
+ * gives them back: a release never queues behind acquisitions that wait
  * for the lock it gives back.  The bounds bound the connections a loop
- * opens (each worker keeps its thread's own, as any thread does), however
- * many requests are in flight: the rest wait in the loop's queue, in the
- * order they came.
+ * opens (each worker, and the pump, keeps its thread's own, as any thread
+ * does), however many requests are in flight: the rest wait in the loop's
+ * queues, in the order they came.
  *
  * A request ended by lw_cancel_async() or lw_loop_free() gets its callback
- * at once; its worker, if it has one, finishes in the background and gives
- * back whatever it won.  The loop's memory is shared by its thread and its
- * workers and freed by the last of them: lw_loop_free() never waits for a
- * worker's wait to end.
+ * at once; its worker or the pump, if it has it, finishes in the
+ * background and gives back whatever it won.  The loop's memory is shared
+ * by its thread, its workers and its pump, and freed by the last of them:
+ * lw_loop_free() never waits for a worker's wait to end.
  */
 #include <lockweave.h>
 #include <errno.h>
@@ -36,6 +51,7 @@
 
 #include "base/config.h"
 #include "base/fork.h"
+#include "base/result.h"
 #include "core/guard.h"
 #include "core/lease.h"
 #include "core/take.h"
@@ -48,8 +64,11 @@ enum { QUEUED, RUNNING, DONE };
 
 struct request {
     struct request *prev, *next; /* in the loop's pending list */
-    struct request *qnext;       /* in a pool's queue, or the done list */
-    int pool;                    /* ACQUIRE or RELEASE */
+    struct request *qnext;       /* in a pool's queue, the pump's, or the
+                                    done list */
+    int pool;                    /* ACQUIRE or RELEASE: what it does */
+    int pumped; /* the pump's (queued for it or in its batch), not a
+                   pool's */
     int state;
     int ended; /* its callback ran (canceled): only the worker is left */
     void *ud;
@@ -77,6 +96,15 @@ struct pool {
     int workers, idle, max;
 };
 
+/* The pump: one thread that does the loop's simple requests many at once,
+ * on its own connection (see the top of this file). */
+struct pump {
+    struct request *head, **tail; /* waiting for its next batch */
+    pthread_cond_t cv;            /* it waits here when idle */
+    int started;                  /* its thread was started */
+    int idle;
+};
+
 struct lw_loop {
     lw_loop_hooks hooks;
     void *handle;      /* hooks.watch()'s */
@@ -84,6 +112,7 @@ struct lw_loop {
     unsigned fork_gen; /* the process it was made in */
     pthread_mutex_t mu;
     struct pool pool[NPOOLS];
+    struct pump pump;
     struct request *done, **done_tail; /* for the loop's thread */
     struct request pending;            /* list head: every request whose
                                           callback has not run */
@@ -123,6 +152,7 @@ static void unref(struct lw_loop *lw)
         return;
     for (int p = 0; p < NPOOLS; p++)
         pthread_cond_destroy(&lw->pool[p].cv);
+    pthread_cond_destroy(&lw->pump.cv);
     pthread_mutex_destroy(&lw->mu);
     free(lw);
 }
@@ -272,6 +302,166 @@ static int submit(struct lw_loop *lw, struct request *q)
     return LW_ESYSTEM;
 }
 
+/* Give back leases won for requests that were canceled meanwhile (a
+ * list through their qnext; the requests are freed).  Outside lw->mu. */
+static void give_back_won(struct request *q)
+{
+    while (q != NULL) {
+        struct request *next = q->qnext;
+        lw_release(q->lease);
+        free(q);
+        q = next;
+    }
+}
+
+/* What the pump's batch did for q (op): q done, handed on to the ACQUIRE
+ * pool (its lock busy), or, canceled meanwhile, freed, with what it won
+ * put on *won.  Under lw->mu.  1 when q is on the done list. */
+static int pumped(struct lw_loop *lw, struct request *q,
+                  const struct lw_lease_op *op, struct request **won)
+{
+    q->pumped = 0;
+    if (q->pool == ACQUIRE && op->status == LW_R_BUSY) {
+        if (q->ended) {
+            free(q); /* nothing won */
+            return 0;
+        }
+        /* Busy: the blocking take does the rest (Redis's queue, the
+         * wake-up on release), as for every other request. */
+        if (submit(lw, q) == LW_OK)
+            return 0;
+        q->status = LW_ESYSTEM;
+    } else {
+        q->status = op->status;
+        q->lease = q->pool == ACQUIRE ? op->lease : NULL;
+    }
+    if (q->ended) {
+        if (q->lease == NULL) {
+            free(q);
+        } else {
+            q->qnext = *won;
+            *won = q;
+        }
+        return 0;
+    }
+    q->state = DONE;
+    q->qnext = NULL;
+    *lw->done_tail = q;
+    lw->done_tail = &q->qnext;
+    return 1;
+}
+
+/* The pump's thread: takes every request queued for it at once, does them
+ * in one batch (lw__lease_batch(): one write, the replies read in order),
+ * and wakes the loop once for all that are done. */
+static void *pump(void *arg)
+{
+    struct lw_loop *lw = arg;
+    struct lw_lease_op *ops = NULL;
+    int cap = 0;
+
+    pthread_mutex_lock(&lw->mu);
+    for (;;) {
+        struct request *batch = lw->pump.head, *q, *next, *won = NULL;
+        int n = 0, done = 0;
+        if (batch == NULL) {
+            if (lw->closing)
+                break;
+            lw->pump.idle++;
+            pthread_cond_wait(&lw->pump.cv, &lw->mu);
+            lw->pump.idle--;
+            continue;
+        }
+        lw->pump.head = NULL;
+        lw->pump.tail = &lw->pump.head;
+        for (q = batch; q != NULL; q = q->qnext, n++)
+            q->state = RUNNING;
+        pthread_mutex_unlock(&lw->mu);
+        if (n > cap) {
+            struct lw_lease_op *p = realloc(ops, (size_t)n * sizeof *ops);
+            if (p != NULL) {
+                ops = p;
+                cap = n;
+            }
+        }
+        if (n > cap) { /* out of memory: each the blocking way */
+            for (q = batch; q != NULL; q = q->qnext)
+                run(q);
+        } else {
+            int i = 0;
+            for (q = batch; q != NULL; q = q->qnext, i++)
+                ops[i] =
+                    q->pool == ACQUIRE
+                        ? (struct lw_lease_op){.key = q->keys[0],
+                                               .keylen = q->keylens[0],
+                                               .opts = &q->opts[0]}
+                        : (struct lw_lease_op){.give = 1, .lease = q->lease};
+            lw__lease_batch(ops, n);
+        }
+        pthread_mutex_lock(&lw->mu);
+        for (int i = 0; batch != NULL; batch = next, i++) {
+            struct lw_lease_op ran = {.status = batch->status,
+                                      .lease = batch->lease};
+            next = batch->qnext;
+            done |= pumped(lw, batch, n > cap ? &ran : &ops[i], &won);
+        }
+        if (done)
+            wake(lw); /* once for the whole batch */
+        if (won != NULL) {
+            pthread_mutex_unlock(&lw->mu);
+            give_back_won(won);
+            pthread_mutex_lock(&lw->mu);
+        }
+    }
+    free(ops);
+    unref(lw);
+    return NULL;
+}
+
+/* Queue q for the pump, starting its thread on first use.  Under lw->mu.
+ * LW_OK, or LW_ESYSTEM when it has no thread (q is not queued). */
+static int pump_submit(struct lw_loop *lw, struct request *q)
+{
+    pthread_attr_t a;
+    pthread_t t;
+
+    if (!lw->pump.started) {
+        pthread_attr_init(&a);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&t, &a, pump, lw) == 0) {
+            lw->pump.started = 1;
+            lw->refs++;
+        }
+        pthread_attr_destroy(&a);
+        if (!lw->pump.started)
+            return LW_ESYSTEM;
+    }
+    q->pumped = 1;
+    q->state = QUEUED;
+    q->qnext = NULL;
+    *lw->pump.tail = q;
+    lw->pump.tail = &q->qnext;
+    if (lw->pump.idle > 0)
+        pthread_cond_signal(&lw->pump.cv);
+    return LW_OK;
+}
+
+/* Does a request of lw's pools (queued or running) want q's one key?  Then
+ * q goes after it, through the pools too: requests of one loop for one key
+ * are served in the order they came.  Under lw->mu. */
+static int key_in_pools(struct lw_loop *lw, const struct request *q)
+{
+    for (const struct request *r = lw->pending.next; r != &lw->pending;
+         r = r->next)
+        if (r->pool == ACQUIRE && !r->pumped && r->state != DONE) {
+            for (int i = 0; i < r->n; i++)
+                if (r->keylens[i] == q->keylens[0] &&
+                    memcmp(r->keys[i], q->keys[0], q->keylens[0]) == 0)
+                    return 1;
+        }
+    return 0;
+}
+
 lw_loop *lw_loop_new_sized(const lw_loop_hooks *hooks, size_t size)
 {
     struct lw_loop *lw;
@@ -297,6 +487,8 @@ lw_loop *lw_loop_new_sized(const lw_loop_hooks *hooks, size_t size)
         lw->pool[p].tail = &lw->pool[p].head;
         lw->pool[p].max = p == ACQUIRE ? ACQUIRERS_MAX : RELEASERS_MAX;
     }
+    pthread_cond_init(&lw->pump.cv, NULL);
+    lw->pump.tail = &lw->pump.head;
     lw->done_tail = &lw->done;
     list_init(&lw->pending);
     lw->held.prev = lw->held.next = &lw->held;
@@ -345,13 +537,21 @@ static struct request *request_new(const void *const *keys,
     return q;
 }
 
-/* Start q on lw (the loop's thread): LW_OK, or why not (q freed). */
-static int start(struct lw_loop *lw, struct request *q)
+/* Start q on lw (the loop's thread): LW_OK, or why not (q freed).  With
+ * pump set (the caller asked the core: lw__lease_batchable() or
+ * lw__lease_give_batchable()), the pump does it, unless an acquisition of
+ * the pools wants its key; else, or when the pump has no thread, a pool's
+ * worker. */
+static int start(struct lw_loop *lw, struct request *q, int pump)
 {
     int rc;
 
     pthread_mutex_lock(&lw->mu);
-    rc = lw->closing ? LW_EINVAL : submit(lw, q);
+    if (pump && q->pool == ACQUIRE && key_in_pools(lw, q))
+        pump = 0;
+    rc = lw->closing                           ? LW_EINVAL
+         : pump && pump_submit(lw, q) == LW_OK ? LW_OK
+                                               : submit(lw, q);
     if (rc == LW_OK)
         list_add(&lw->pending, q);
     pthread_mutex_unlock(&lw->mu);
@@ -375,7 +575,8 @@ static int acquire(struct lw_loop *lw, const void *const *keys,
     q->pool = ACQUIRE;
     q->acquired = cb;
     q->ud = ud;
-    return start(lw, q);
+    return start(lw, q,
+                 n == 1 && lw__lease_batchable(keys[0], keylens[0], &opts[0]));
 }
 
 int lw_acquire_keys_async_sized(lw_loop *lw, const void *const *keys,
@@ -454,7 +655,7 @@ int lw_release_async(lw_lease *l, lw_released_fn cb, void *ud)
      * back a second time while a worker does. */
     lw__lease_set_owner(l, NULL, NULL);
     forget(h, l);
-    rc = start(lw, q);
+    rc = start(lw, q, lw__lease_give_batchable(l));
     if (rc != LW_OK && keep(lw, l) != LW_OK)
         lw_release(l); /* neither the loop's nor a worker's: give it back */
     return rc;
@@ -517,18 +718,29 @@ static void unqueue(struct request **head, struct request ***tail,
  * given back: by a worker, never on the loop's thread. */
 static void cancel_one(struct lw_loop *lw, struct request *q)
 {
-    struct request copy = *q; /* its callback, once q is the worker's */
+    /* Its callback, once q is the worker's or the pump's: the fields that
+     * never change after start(), so read without the lock, which a
+     * worker writing q's status meanwhile does not take. */
+    struct request copy = {.pool = q->pool,
+                           .acquired = q->acquired,
+                           .released = q->released,
+                           .ud = q->ud};
     struct pool *pl = &lw->pool[q->pool];
 
     pthread_mutex_lock(&lw->mu);
     if (q->state == QUEUED && q->pool == ACQUIRE) {
-        unqueue(&pl->head, &pl->tail, q);
-        pl->queued--;
+        if (q->pumped) {
+            unqueue(&lw->pump.head, &lw->pump.tail, q);
+        } else {
+            unqueue(&pl->head, &pl->tail, q);
+            pl->queued--;
+        }
         free(q);
     } else if (q->state == DONE) {
         unqueue(&lw->done, &lw->done_tail, q);
         if (q->pool == ACQUIRE && q->lease != NULL) {
             q->pool = RELEASE; /* what was won, given back unseen */
+            q->pumped = 0;
             q->ended = 1;
             if (submit(lw, q) != LW_OK)
                 free(q); /* no thread to give it back: it ends by its TTL */
@@ -600,6 +812,7 @@ void lw_loop_free(lw_loop *lw)
     lw->closing = 1;
     for (int p = 0; p < NPOOLS; p++)
         pthread_cond_broadcast(&lw->pool[p].cv);
+    pthread_cond_broadcast(&lw->pump.cv);
     pthread_mutex_unlock(&lw->mu);
     lw->hooks.unwatch(lw->handle);
     close(lw->fd);

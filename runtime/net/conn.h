@@ -164,6 +164,22 @@ int lw__conn_run(struct lw_conn *c, const struct lw_request *q,
                  redisReply **out, int *replayed);
 
 /*
+ * Many requests in one round trip, for a caller with many to send at once
+ * (an event loop's pump, loop/loop.c): q[0..n), each answered by one reply
+ * (a script, or one command; no ASKING, nothing that blocks), written in
+ * one write and their replies read in order.  Each ends as lw__conn_run()
+ * would end it alone: rcs[i] LW_OK with out[i] its reply (the caller frees
+ * it), an error reply's code (unless LW_REQ_RAW_ERRORS), or the
+ * connection's error.  The same rules, for the pipeline: a reused
+ * connection that breaks sends every request not answered yet once more
+ * on a new one (once; *replayed: they may have run twice), and a NOSCRIPT
+ * answer sends that request again as EVAL.  c->sent_us: when the pipeline
+ * was first written.  Returns LW_OK, or LW_ENOMEM (every rcs[i] too).
+ */
+int lw__conn_run_many(struct lw_conn *c, const struct lw_request *const *q,
+                      int n, redisReply **out, int *rcs, int *replayed);
+
+/*
  * The same exchange in steps, for a caller that waits on several
  * connections at once (Redlock's parallel rounds): lw__conn_start() sends,
  * the caller polls c->ctx->fd and reads with lw__conn_read_ready(), then

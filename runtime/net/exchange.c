@@ -5,6 +5,7 @@
 #include "net/conn.h"
 
 #include <lockweave.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/clock.h"
@@ -50,11 +51,18 @@ int lw__conn_start(struct lw_conn *c, const struct lw_request *q,
     return LW_EREDIS;
 }
 
+/* Is r the NOSCRIPT answer to q sent as EVALSHA (not eval)?  The one test
+ * of the NOSCRIPT rule, for a request alone and for a pipeline's. */
+static int noscript(const struct lw_request *q, int eval, const redisReply *r)
+{
+    return q->script != NULL && !eval && r->type == REDIS_REPLY_ERROR &&
+           strncmp(r->str, "NOSCRIPT", 8) == 0;
+}
+
 int lw__conn_noscript(const struct lw_request *q, struct lw_exchange *x,
                       redisReply *r)
 {
-    if (q->script == NULL || x->eval || r->type != REDIS_REPLY_ERROR ||
-        strncmp(r->str, "NOSCRIPT", 8) != 0)
+    if (!noscript(q, x->eval, r))
         return 0;
     /* The server lost its script cache or never had the script: EVAL
      * sends the text and caches it for every later EVALSHA. */
@@ -127,4 +135,109 @@ int lw__conn_run(struct lw_conn *c, const struct lw_request *q,
         (rc = lw__replies_error(out, n)) != LW_OK)
         lw__replies_free(out, n);
     return rc;
+}
+
+/* Every request of a pipeline still to be answered (rcs[i] PENDING) ends
+ * with rc. */
+#define PENDING 1
+static void fail_pending(int *rcs, int n, int rc)
+{
+    for (int i = 0; i < n; i++)
+        if (rcs[i] == PENDING)
+            rcs[i] = rc;
+}
+
+/* Write every request of q[0..n) still pending (each as EVALSHA, or as EVAL
+ * where eval[i] says the server did not know it) in one write: 0, or -1
+ * (x.again tells whether to try again, rcs[] set if not). */
+static int write_pending(struct lw_conn *c, const struct lw_request *const *q,
+                         int n, const unsigned char *eval, int *rcs,
+                         struct lw_exchange *x)
+{
+    int rc;
+
+    c->out.len = 0;
+    for (int i = 0; i < n; i++)
+        if (rcs[i] == PENDING && lw__request_append(&c->out, q[i], eval[i])) {
+            c->out.len = 0;
+            /* Nothing of this write went out: what was sent before (a
+             * pipeline's earlier try) may have run, but its replies are
+             * lost either way. */
+            fail_pending(rcs, n, x->sent ? LW_EREDIS : LW_ENOMEM);
+            return -1;
+        }
+    if (!x->sent)
+        x->sent_us = lw__now_us();
+    x->sent = 1;
+    rc = lw__conn_send(c, c->out.p, c->out.len);
+    c->out.len = 0;
+    if (rc == 0)
+        return 0;
+    if (!lw__conn_broke(c, x, lw__conn_io_error(c)))
+        fail_pending(rcs, n, LW_EREDIS);
+    return -1;
+}
+
+int lw__conn_run_many(struct lw_conn *c, const struct lw_request *const *q,
+                      int n, redisReply **out, int *rcs, int *replayed)
+{
+    struct lw_exchange x = {0};
+    unsigned char *eval = calloc((size_t)n + 1, 1);
+    int wait_ms = 0;
+
+    for (int i = 0; i < n; i++) {
+        out[i] = NULL;
+        rcs[i] = PENDING;
+        if (lw__request_nreplies(q[i]) != 1 ||
+            (q[i]->flags & (LW_REQ_ASKING | LW_REQ_INTERRUPTIBLE)))
+            rcs[i] = LW_EINVAL; /* not for a pipeline */
+        if (q[i]->wait_ms > wait_ms)
+            wait_ms = q[i]->wait_ms;
+    }
+    *replayed = 0;
+    if (eval == NULL) {
+        fail_pending(rcs, n, LW_ENOMEM);
+        return LW_ENOMEM;
+    }
+    do {
+        int rc = lw__conn_ensure(c);
+        x.again = 0;
+        if (rc != LW_OK) {
+            fail_pending(rcs, n, rc);
+            break;
+        }
+        lw__conn_set_wait(c, wait_ms);
+        x.fresh = c->fresh;
+        c->fresh = 0;
+        if (write_pending(c, q, n, eval, rcs, &x) != 0)
+            continue; /* x.again: all of them again, on a new connection */
+        /* The replies come in the order the requests went. */
+        for (int i = 0; i < n; i++) {
+            redisReply *r;
+            if (rcs[i] != PENDING)
+                continue;
+            if (lw__conn_reply(c, (void **)&r) != REDIS_OK) {
+                /* What was answered stays answered; the rest go again on a
+                 * new connection, or fail. */
+                if (!lw__conn_broke(c, &x, lw__conn_io_error(c)))
+                    fail_pending(rcs, n, LW_EREDIS);
+                break;
+            }
+            if (noscript(q[i], eval[i], r)) {
+                freeReplyObject(r);
+                eval[i] = 1; /* the text next time, which caches it */
+                x.again = 1;
+                continue;
+            }
+            out[i] = r;
+            rcs[i] = LW_OK;
+            if (!(q[i]->flags & LW_REQ_RAW_ERRORS) &&
+                (rcs[i] = lw__replies_error(&out[i], 1)) != LW_OK)
+                lw__replies_free(&out[i], 1);
+        }
+    } while (x.again);
+    free(eval);
+    *replayed = x.replayed;
+    c->sent_us = x.sent ? x.sent_us : 0;
+    return LW_OK;
 }

@@ -59,6 +59,11 @@ static int put_asking(struct lw_resp *b, const struct lw_request *q)
 int lw__request_format(struct lw_resp *b, const struct lw_request *q, int eval)
 {
     b->len = 0;
+    return lw__request_append(b, q, eval);
+}
+
+int lw__request_append(struct lw_resp *b, const struct lw_request *q, int eval)
+{
     if (q->script != NULL)
         return put_asking(b, q) != 0 || put_script(b, q, eval) != 0 ? -1 : 0;
     for (int i = 0; i < q->ncmds; i++)

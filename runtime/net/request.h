@@ -9,4 +9,8 @@ struct lw_resp;
  * with its text (after NOSCRIPT).  0, or -1 out of memory. */
 int lw__request_format(struct lw_resp *b, const struct lw_request *q, int eval);
 
+/* The same, appended to what b holds (a pipeline of requests written at
+ * once: lw__conn_run_many()). */
+int lw__request_append(struct lw_resp *b, const struct lw_request *q, int eval);
+
 #endif
