@@ -108,6 +108,9 @@ if [[ ${CI:-} == true ]]; then
   #   runtime_keyspace  locks 100 000 keys: 8 s natively, many minutes
   #                     under valgrind (the same paths run in the other
   #                     runtime tests).
+  #   runtime_exit,     200 children that each exit while 8 threads
+  #   runtime_tls_exit  connect: minutes under valgrind, and what they
+  #                     check (no crash at exit) is the other passes'.
   # The lockweave-ctl tests (labels ctl and runtime) run the command as a
   # child, which the test's valgrind does not follow: LW_CTL_MEMCHECK=1
   # has them run it under valgrind too, an error in it aborting the test.
@@ -118,7 +121,7 @@ if [[ ${CI:-} == true ]]; then
   LW_CTL_MEMCHECK=1 build_and_test build/memcheck -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DLW_BUILD_GEN=ON -DLW_BUILD_SAMPLES=OFF -DLW_BUILD_BENCH=OFF -- \
     -L '^(runtime|unit|fuzz)$' \
-    -E '^(runtime_security|runtime_keyspace|cluster_slots|fuzz_annot_corpus|fuzz_keytmpl_corpus)$' \
+    -E '^(runtime_security|runtime_keyspace|runtime_(tls_)?exit|cluster_slots|fuzz_annot_corpus|fuzz_keytmpl_corpus)$' \
     -T memcheck --overwrite MemoryCheckCommand="$PWD/.ci/valgrind-memcheck.sh" \
     --overwrite "MemoryCheckCommandOptions=--error-exitcode=97 \
 --leak-check=full --errors-for-leak-kinds=definite,indirect \

@@ -20,11 +20,18 @@ static int init_ok;
 
 /* Once per process: OpenSSL 3 would initialise itself on first use too, but
  * racing first uses from several threads is what pthread_once() is for, and
- * a failure is then known before any SSL_CTX is made.  Its global state is
- * freed by OpenSSL's own atexit handler. */
+ * a failure is then known before any SSL_CTX is made.  Without the atexit
+ * cleanup OpenSSL registers by default: exit() runs its handlers while our
+ * threads (the watchdog, a loop's pump and workers, the caller's own) may be
+ * in SSL_read(), and the cleanup would free the tables they are reading.
+ * The process's end frees that memory anyway. */
 static void init_openssl(void)
 {
+#ifdef OPENSSL_INIT_NO_ATEXIT
+    init_ok = OPENSSL_init_ssl(OPENSSL_INIT_NO_ATEXIT, NULL) == 1;
+#else
     init_ok = OPENSSL_init_ssl(0, NULL) == 1;
+#endif
 }
 
 void lw__tls_opts_free(struct lw_tls_opts *o)
