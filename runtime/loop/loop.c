@@ -49,6 +49,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/config.h"
 #include "base/fork.h"
 #include "base/result.h"
@@ -76,6 +77,7 @@ struct request {
     lw_released_fn released;
     lw_lease *lease; /* RELEASE: to give back; ACQUIRE: what was won */
     int status;
+    int64_t asked_us;   /* ACQUIRE: when the loop asked (lw__now_us()) */
     int n;              /* keys; then, in the request's own allocation: */
     lw_lock_opts *opts; /* each key's options */
     const void **keys;
@@ -205,11 +207,21 @@ static int keep(struct lw_loop *lw, lw_lease *l)
 /* Do q (a worker, outside lw->mu). */
 static void run(struct request *q)
 {
-    if (q->pool == ACQUIRE)
+    if (q->pool == ACQUIRE) {
+        /* The wait counts from the call, as a blocking caller's does: what
+         * the request spent queued for a worker, or at the pump that found
+         * its key busy, is gone from it.  All of it gone still tries once
+         * (wait 0), as a wait that ran out while queued in Redis would. */
+        int64_t waited_ms = (lw__now_us() - q->asked_us) / 1000;
+        for (int i = 0; i < q->n; i++)
+            q->opts[i].wait_ms = waited_ms >= q->opts[i].wait_ms
+                                     ? 0
+                                     : q->opts[i].wait_ms - (uint32_t)waited_ms;
         q->status =
             lw__lease_take(q->keys, q->keylens, q->opts, q->n, &q->lease);
-    else
+    } else {
         q->status = lw_release(q->lease);
+    }
 }
 
 static void *worker(void *arg)
@@ -573,6 +585,7 @@ static int acquire(struct lw_loop *lw, const void *const *keys,
     if (q == NULL)
         return LW_ENOMEM;
     q->pool = ACQUIRE;
+    q->asked_us = lw__now_us();
     q->acquired = cb;
     q->ud = ud;
     return start(lw, q,

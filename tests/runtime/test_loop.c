@@ -68,6 +68,7 @@ struct req {
     int done, status, order;
     uint64_t fence;
     lw_lease *lease;
+    int64_t done_ms; /* now_ms() when its callback ran */
 };
 
 static int served; /* callbacks run so far, in order */
@@ -77,6 +78,7 @@ static void on_acquired(lw_lease *l, int status, void *ud)
     struct req *r = ud;
 
     r->done = 1;
+    r->done_ms = now_ms();
     r->status = status;
     r->order = ++served;
     r->lease = l;
@@ -487,6 +489,48 @@ static void bounded(struct event_base *base, lw_loop *loop)
      * would wait behind each other's waits. */
     CHECK_MSG(conns <= 21, "%d connections", conns);
     CHECK_MSG(conns >= 16, "%d connections", conns);
+}
+
+/* More requests waiting than the loop has workers to wait with: each
+ * request's wait counts from its call, not from when a worker took it up,
+ * so every one ends LW_ETIMEOUT when its own wait runs out, whatever its
+ * place in the loop's queue. */
+static void waits(struct event_base *base, lw_loop *loop)
+{
+    enum { N = 48, WAIT_MS = 1000 };
+    lw_lock_opts o = lock_opts(10000, WAIT_MS, -1);
+    struct req r[N] = {{0}};
+    int64_t asked_ms, first_ms = INT64_MAX, last_ms = 0;
+    char key[16];
+
+    /* Held past every wait counted from the call: 16 workers wait at
+     * once, the rest queue (counted from a worker, they would be handed
+     * the keys). */
+    hold_keys_elsewhere("", N, 2 * WAIT_MS);
+    asked_ms = now_ms();
+    for (int i = 0; i < N; i++) {
+        snprintf(key, sizeof key, "bnd:%d", i);
+        CHECK_RC(
+            lw_acquire_async(loop, key, strlen(key), &o, on_acquired, &r[i]),
+            LW_OK);
+    }
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ(run_until(base, req_done, &r[i], 30000), 0);
+        CHECK_RC(r[i].status, LW_ETIMEOUT);
+        if (r[i].done_ms - asked_ms > last_ms)
+            last_ms = r[i].done_ms - asked_ms;
+        if (r[i].done_ms - asked_ms < first_ms)
+            first_ms = r[i].done_ms - asked_ms;
+    }
+    printf("waits: %d requests with a %d ms wait on busy keys, the loop's "
+           "workers 16: the last gave up after %lld ms\n",
+           N, WAIT_MS, (long long)last_ms);
+    /* Counted from the call, each ends after its wait and a last try. */
+    CHECK_MSG(last_ms < 2 * WAIT_MS - 100, "the last wait ended after %lld ms",
+              (long long)last_ms);
+    CHECK_MSG(first_ms >= WAIT_MS - 20, "a wait ended after %lld ms",
+              (long long)first_ms);
+    holder_done();
 }
 
 /* cancel, freed, other_thread ------------------------------------------- */
@@ -1232,6 +1276,7 @@ int main(void)
     liveness(base, loop);
     fifo(base, loop);
     bounded(base, loop);
+    waits(base, loop);
     cancel(base, loop);
     other_thread(base, loop);
     errors(base, loop);
