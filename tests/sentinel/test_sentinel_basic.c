@@ -3,7 +3,8 @@
  * - discovery: locks land on the master the sentinels name, and the log
  *   says which master and which sentinel named it;
  * - every lock kind (mutex, read/write, semaphore, several keys,
- *   hold_at_least), fences rising, wait_replicas (WAIT on the master);
+ *   hold_at_least, run once), fences rising, wait_replicas (WAIT on the
+ *   master);
  * - a lease, and a request on an event loop (a poll() loop through the
  *   hooks);
  * - lockweave-ctl with the same URL: list, inspect and unlock --force on
@@ -168,6 +169,21 @@ static void kinds(void)
     CHECK_RC(lw_guard_enter_all(both, 2), LW_OK);
     CHECK(lock_exists(master, "kind:x") && lock_exists(master, "kind:y"));
     CHECK_RC(lw_guard_leave_all(both, 2), LW_OK);
+
+    /* Run once: the mark and its result on the master; a later call gets
+     * the result, not a run. */
+    {
+        lw_lock_opts once = lock_opts(10000, 2000, -1);
+        int64_t v = 0;
+        once.once_window_ms = 60000;
+        CHECK_RC(lw_lock(&c, "kind:once", 9, &once), LW_OK);
+        lw_once_done_i64(&c, 42);
+        CHECK_RC(lw_guard_leave(&c), LW_OK);
+        CHECK_EQ(rh_cmd_int(master, "EXISTS lock:kind:once"), 1);
+        CHECK_RC(lw_lock(&c, "kind:once", 9, &once), LW_EDONE);
+        CHECK_RC(lw_once_outcome_i64(&c, &v), LW_OK);
+        CHECK_EQ(v, 42);
+    }
 
     /* hold_at_least: the key stays past the release. */
     o.hold_at_least_ms = 1500;
