@@ -24,6 +24,21 @@ int lw__conn_broke(struct lw_conn *c, struct lw_exchange *x, const char *what)
     return x->again;
 }
 
+/* Write what c->out holds (emptied either way), the exchange's first write
+ * stamping x->sent_us: what it asks ran no earlier (lease arithmetic).
+ * 0, or -1 on an I/O error. */
+static int send_out(struct lw_conn *c, struct lw_exchange *x)
+{
+    int rc;
+
+    if (!x->sent)
+        x->sent_us = lw__now_us();
+    x->sent = 1;
+    rc = lw__conn_send(c, c->out.p, c->out.len);
+    c->out.len = 0;
+    return rc;
+}
+
 int lw__conn_start(struct lw_conn *c, const struct lw_request *q,
                    struct lw_exchange *x)
 {
@@ -36,12 +51,8 @@ int lw__conn_start(struct lw_conn *c, const struct lw_request *q,
     x->fresh = c->fresh;
     c->fresh = 0;
     rc = lw__request_format(&c->out, q, x->eval);
-    if (rc == 0) {
-        if (!x->sent)
-            x->sent_us = lw__now_us();
-        x->sent = 1;
-        rc = lw__conn_send(c, c->out.p, c->out.len);
-    }
+    if (rc == 0)
+        rc = send_out(c, x);
     c->out.len = 0;
     if (rc == 0)
         return LW_OK;
@@ -166,11 +177,7 @@ static int write_pending(struct lw_conn *c, const struct lw_request *const *q,
             fail_pending(rcs, n, x->sent ? LW_EREDIS : LW_ENOMEM);
             return -1;
         }
-    if (!x->sent)
-        x->sent_us = lw__now_us();
-    x->sent = 1;
-    rc = lw__conn_send(c, c->out.p, c->out.len);
-    c->out.len = 0;
+    rc = send_out(c, x);
     if (rc == 0)
         return 0;
     if (!lw__conn_broke(c, x, lw__conn_io_error(c)))
