@@ -448,7 +448,7 @@ static int wait_for(struct attempt *a, int64_t ttl_ms, int *queued)
  * rather than leave it held by nobody until its TTL.  Best effort: on a dead
  * connection this fails fast, and the TTL remains the bound.
  */
-static void give_back(const struct lw_hold *l, const struct lw_names *names)
+void lw__queue_give_back(const struct lw_hold *l, const struct lw_names *names)
 {
     redisReply *r;
     int replayed;
@@ -529,7 +529,7 @@ int lw__queue_acquire(struct lw_hold *l, const lw_lock_opts *opts,
         hot.hash = key_hash(l);
     }
     if (rc == LW_EREDIS || rc == LW_EAUTH) /* EAUTH: NOPERM in a script */
-        give_back(l, &names);
+        lw__queue_give_back(l, &names);
     if (rc == LW_OK) {
         /* The lease is measured from before the request: whatever the
          * round trip took, our clock never believes in more lease than
@@ -587,7 +587,7 @@ int lw__queue_try_reply(struct lw_try *t, int rc, redisReply *r,
     /* As lw__queue_acquire(): a failed try may still have taken it, if it
      * was written at all. */
     if ((rc == LW_EREDIS || rc == LW_EAUTH) && sent_us != 0)
-        give_back(l, &t->names);
+        lw__queue_give_back(l, &t->names);
     if (rc == LW_OK) /* from before the request, as lw__queue_acquire() */
         l->valid_until_ms = sent_us / 1000 + valid_ms;
     lw__names_free(&t->names);

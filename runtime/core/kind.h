@@ -58,6 +58,12 @@ struct lw_kind {
     /* Renew l alone (the watchdog's thread): LW_OK, LW_ELOST, or LW_EREDIS
      * when no usable answer came.  NULL when renew is set. */
     int (*renew_one)(const struct lw_hold *l);
+    /* Renew l alone in one script that writes only while l is ours on the
+     * server that runs it: what an acquisition's WAIT follows (replicas.c),
+     * so that replicas are only counted where the lock is.  KEYS lock
+     * [, readers' set with LW_KIND_READERS]; ARGV token, lease ms.  1 or
+     * {1} renewed, 0 or {0} not ours. */
+    struct lw_script *renew_alone;
     /* Give l back (hold_ms 0, the next waiter told) or keep it hold_ms
      * longer (the rest of a minimum hold), following redirections until
      * deadline_us: LW_OK with *r an integer reply the caller frees — 1

@@ -238,6 +238,7 @@ const struct lw_kind lw__kind_mutex = {
     .enqueue = &lw__script_enqueue,
     .try_free = &lw__script_try,
     .renew = &lw__script_renew,
+    .renew_alone = &lw__script_renew,
     .release = release,
     .release_script = &lw__script_release, /* lw__release_send()'s */
     .owns = owns,

@@ -192,6 +192,7 @@ const struct lw_kind lw__kind_once = {
     .enqueue = &lw__script_once_enqueue,
     .try_free = &lw__script_once_try,
     .renew = &lw__script_renew, /* the mutex's: a token in one key */
+    .renew_alone = &lw__script_renew,
     .release = release,
     .owns = owns,
     .done = done,

@@ -332,6 +332,7 @@ const struct lw_kind lw__kind_read = {
     .flags = LW_KIND_READERS | LW_KIND_SHARED,
     .enqueue = &lw__script_rw_enqueue,
     .renew_one = renew_one,
+    .renew_alone = &lw__script_rw_renew,
     .release = release,
     .owns = owns,
 };

@@ -183,6 +183,7 @@ const struct lw_kind lw__kind_sem = {
     .flags = LW_KIND_PERMITS | LW_KIND_SHARED,
     .enqueue = &lw__script_sem_enqueue,
     .renew = &lw__script_sem_renew,
+    .renew_alone = &lw__script_sem_renew,
     .release = release,
     .owns = owns,
 };

@@ -27,6 +27,11 @@ void lw__queue_renew(struct lw_hold *const *v, int n, int *results);
 int lw__queue_fences(struct lw_hold *l, uint32_t n, uint64_t *first);
 int lw__queue_check(struct lw_hold *l);
 
+/* Give back a lock this attempt may hold without a verdict (the body never
+ * ran): the release script for l's token, once, its answer ignored; a
+ * lock not given back ends by its TTL. */
+void lw__queue_give_back(const struct lw_hold *l, const struct lw_names *names);
+
 /* The release script for l's token (names: its companion keys), following
  * cluster redirections until deadline_us.  LW_OK with *r the reply (caller
  * frees). */

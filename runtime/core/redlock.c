@@ -100,9 +100,11 @@ static int is_token(const redisReply *r, const struct lw_hold *l)
 
 /*
  * Replica-safe acquire on each master (wait_replicas > 0): WAIT on the
- * masters that granted the lock on the connection still open (a replayed SET
- * went out on an earlier one, which this WAIT would not cover).  True when a
- * quorum of them reached enough replicas in time.
+ * masters that granted the lock, counted only where it ran on the
+ * connection that granted it.  WAIT covers the writes of its own
+ * connection: a replayed SET went out on an earlier one, and on a
+ * connection opened since the grant it covers nothing and answers at once.
+ * True when a quorum of them reached enough replicas in time.
  */
 static int replicated(struct lw_masters *m, const struct lw_hold *l,
                       unsigned granted)
@@ -125,7 +127,7 @@ static int replicated(struct lw_masters *m, const struct lw_hold *l,
         m, &q, granted,
         round_deadline(cfg, 0) + (int64_t)cfg->wait_timeout_ms * 1000, v);
     for (int i = 0; i < m->n; i++)
-        acked += v[i].r != NULL && !v[i].replayed &&
+        acked += v[i].r != NULL && !v[i].replayed && !v[i].fresh &&
                  v[i].r->type == REDIS_REPLY_INTEGER &&
                  v[i].r->integer >= cfg->wait_replicas;
     lw__votes_free(v, m->n);

@@ -16,19 +16,28 @@
 #include "base/log.h"
 #include "base/result.h"
 #include "core/keynames.h"
+#include "core/kind.h"
 #include "core/queue.h"
 #include "core/send.h"
 
 /*
  * WAIT counts the replicas that have every write of *this connection* so
- * far.  The lock may have been written by another connection — handed to us
- * by a release script, or by a SET on a connection that broke and was
- * replaced — so one write of ours goes first: INCR of the key's fence counter
- * (always safe: fences only have to increase).  The replication stream is
- * ordered, so a replica that has the INCR has the lock too.
+ * far, on the server it reaches, which need not be the one that granted
+ * the lock: between the two a connection may break and be replaced, a
+ * Sentinel may name a new master, a request may be replayed elsewhere, or
+ * the address itself may move (a virtual IP, a managed endpoint).  A WAIT
+ * answered there counts replicas of a server that may never have had the
+ * lock.  So the WAIT goes in one pipeline behind the kind's renewal of
+ * this lock alone, which writes only where the lock is ours: replicas
+ * count only where it is, and wherever the pipeline is replayed it proves
+ * that again.  The INCR of the key's fence counter between them is a write
+ * of ours even when the renewal changed nothing (a lock handed to us by a
+ * release script, written by another connection); the replication stream
+ * is ordered, so a replica that has the INCR has the lock too, and fences
+ * only have to increase.  *ours: the renewal found the lock ours.
  */
 static int wait_ack(const struct lw_hold *l, const struct lw_names *names,
-                    struct lw_target *to, long long *acked)
+                    struct lw_target *to, int *ours, long long *acked)
 {
     const struct lw_settings *cfg = l->cfg;
     char n[16], t[16];
@@ -38,25 +47,44 @@ static int wait_ack(const struct lw_hold *l, const struct lw_names *names,
     size_t incr_lens[] = {4, names->fencelen};
     struct lw_cmd cmds[] = {{2, incr_argv, incr_lens},
                             {3, wait_argv, wait_lens}};
-    redisReply *r[2];
+    int readers = (l->kind->flags & LW_KIND_READERS) != 0;
+    const char *argv[] = {l->key, names->readers, l->token, l->expire_str};
+    size_t lens[] = {l->keylen, names->readerslen, (size_t)l->toklen,
+                     (size_t)l->expire_len};
+    redisReply *r[3], *mine;
     int replayed, rc;
 
+    if (!readers) { /* the lock key alone, then the arguments */
+        argv[1] = argv[2];
+        lens[1] = lens[2];
+        argv[2] = argv[3];
+        lens[2] = lens[3];
+    }
     wait_lens[1] = (size_t)snprintf(n, sizeof n, "%d", cfg->wait_replicas);
     wait_lens[2] = (size_t)snprintf(t, sizeof t, "%d", cfg->wait_timeout_ms);
     /* In a cluster WAIT counts the replicas of the key's master.  The
      * server answers WAIT after up to its timeout: the reply is read up to
      * that much past the command timeout. */
-    rc =
-        lw__send(to,
-                 &(struct lw_request){
-                     .cmds = cmds, .ncmds = 2, .wait_ms = cfg->wait_timeout_ms},
-                 0, r, &replayed);
+    rc = lw__send(to,
+                  &(struct lw_request){.script = l->kind->renew_alone,
+                                       .nkeys = 1 + readers,
+                                       .nargs = 2,
+                                       .argv = argv,
+                                       .lens = lens,
+                                       .cmds = cmds,
+                                       .ncmds = 2,
+                                       .wait_ms = cfg->wait_timeout_ms},
+                  0, r, &replayed);
     if (rc == LW_R_ASKED) /* the slot is moving: cannot tell, give up */
         return LW_EREDIS;
     if (rc != LW_OK)
         return rc;
-    *acked = r[1]->type == REDIS_REPLY_INTEGER ? r[1]->integer : -1;
-    lw__replies_free(r, 2);
+    mine = r[0]->type == REDIS_REPLY_ARRAY && r[0]->elements == 1
+               ? r[0]->element[0]
+               : r[0];
+    *ours = mine->type == REDIS_REPLY_INTEGER && mine->integer == 1;
+    *acked = r[2]->type == REDIS_REPLY_INTEGER ? r[2]->integer : -1;
+    lw__replies_free(r, 3);
     return LW_OK;
 }
 
@@ -64,11 +92,18 @@ int lw__wait_replicas(struct lw_hold *l, const struct lw_names *names,
                       struct lw_target *to)
 {
     long long acked = -1;
-    int rc = wait_ack(l, names, to, &acked);
+    int ours = 0, rc = wait_ack(l, names, to, &ours, &acked);
 
-    if (rc == LW_OK && acked >= l->cfg->wait_replicas)
+    if (rc == LW_OK && ours && acked >= l->cfg->wait_replicas)
         return LW_OK;
-    if (rc == LW_OK) {
+    if (rc == LW_OK && !ours) {
+        lw__log(LW_LOG_WARN,
+                "lock %.*s is not ours on the server its WAIT reached (the "
+                "connection or the master changed since it was taken): "
+                "given back",
+                (int)l->keylen, l->key);
+        rc = LW_EREPLICAS;
+    } else if (rc == LW_OK) {
         lw__log(LW_LOG_WARN,
                 "lock %.*s reached %lld of %d replicas within %d ms: given "
                 "back",
@@ -76,8 +111,10 @@ int lw__wait_replicas(struct lw_hold *l, const struct lw_names *names,
                 l->cfg->wait_timeout_ms);
         rc = LW_EREPLICAS;
     }
-    /* Give it back (and wake the next waiter); the watchdog never saw the
-     * lease. */
-    lw__queue_release(l);
+    /* Give it back at once (and wake the next waiter), whatever minimum
+     * hold it asked for.  No verdict: the body never ran, so a key found
+     * gone here is no lost lock for the lost handler or the log.  The
+     * watchdog never saw the lease. */
+    lw__queue_give_back(l, names);
     return rc;
 }

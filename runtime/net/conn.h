@@ -111,11 +111,13 @@ struct lw_script;
 
 /*
  * What one round trip sends: a script (EVALSHA with its keys, then its
- * arguments), or a pipeline of plain commands.  Nothing in it is copied:
- * the arrays must outlive the call.
+ * arguments), a pipeline of plain commands, or a script followed by plain
+ * commands that must run on the server that ran it, right after it (WAIT
+ * after a write that proves a lock is ours there).  Nothing in it is
+ * copied: the arrays must outlive the call.
  */
 struct lw_request {
-    struct lw_script *script; /* NULL: the pipeline cmds[0..ncmds) */
+    struct lw_script *script; /* NULL: only the pipeline cmds[0..ncmds) */
     int nkeys, nargs;
     const char *const *argv; /* keys then arguments */
     const size_t *lens;
@@ -141,10 +143,10 @@ struct lw_request {
  * dropped without a warning or a replay, and the request fails (LW_EREDIS). */
 #define LW_REQ_INTERRUPTIBLE 8
 
-/* How many replies q gets: one per command, one for a script. */
+/* How many replies q gets: one for its script, one per command. */
 static inline int lw__request_nreplies(const struct lw_request *q)
 {
-    return q->script != NULL ? 1 : q->ncmds;
+    return (q->script != NULL) + q->ncmds;
 }
 
 /* Free out[0..n) and set them to NULL (NULL entries are skipped). */

@@ -138,6 +138,7 @@ int lw__conn_run(struct lw_conn *c, const struct lw_request *q,
                 lw__conn_broke(c, &x, lw__conn_io_error(c));
         } else if (lw__conn_noscript(q, &x, out[0])) {
             out[0] = NULL;
+            lw__replies_free(out + 1, n - 1); /* all sent again */
         }
     } while (x.again);
     *replayed = x.replayed;

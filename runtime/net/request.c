@@ -1,5 +1,6 @@
-/* A request in RESP, as net/resp.c encodes commands: a pipeline's commands,
- * or a script's call (EVALSHA or EVAL, script, numkeys, keys, arguments). */
+/* A request in RESP, as net/resp.c encodes commands: a script's call
+ * (EVALSHA or EVAL, script, numkeys, keys, arguments), then a pipeline's
+ * commands. */
 #include "net/request.h"
 
 #include <stdint.h>
@@ -64,8 +65,9 @@ int lw__request_format(struct lw_resp *b, const struct lw_request *q, int eval)
 
 int lw__request_append(struct lw_resp *b, const struct lw_request *q, int eval)
 {
-    if (q->script != NULL)
-        return put_asking(b, q) != 0 || put_script(b, q, eval) != 0 ? -1 : 0;
+    if (q->script != NULL &&
+        (put_asking(b, q) != 0 || put_script(b, q, eval) != 0))
+        return -1;
     for (int i = 0; i < q->ncmds; i++)
         if (put_asking(b, q) != 0 ||
             lw__resp_cmd(b, q->cmds[i].argc, q->cmds[i].argv,

@@ -258,5 +258,6 @@ void lw__masters_run(struct lw_masters *m, const struct lw_request *q,
     for (int i = 0; i < m->n; i++) {
         votes[i].sent = rd.x[i].sent;
         votes[i].replayed = rd.x[i].replayed;
+        votes[i].fresh = rd.x[i].fresh;
     }
 }

@@ -32,6 +32,8 @@ struct lw_vote {
                       deadline, or an error reply — logged) */
     int sent;      /* the command was written: it may have run there */
     int replayed;  /* sent again on a new connection after the first broke */
+    int fresh;     /* sent on a connection opened for it: one that carries
+                      none of this thread's earlier commands */
 };
 
 /* This thread's connections for cfg (a Redlock configuration), made on first

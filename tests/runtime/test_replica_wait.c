@@ -60,19 +60,6 @@ static void configure(int wait_replicas, int wait_ms)
     configure_url(master.url, wait_replicas, wait_ms);
 }
 
-/* The master counts its replica for WAIT: "online" in the master's view
- * (after a diskless sync only once the replica's first ACK came in, up to a
- * second after the replica itself reports the link up). */
-static int replica_online(void *arg)
-{
-    redisReply *r = rh_cmd(arg, "INFO replication");
-    int up = r != NULL && r->type == REDIS_REPLY_STRING &&
-             strstr(r->str, "state=online") != NULL;
-    if (r != NULL)
-        freeReplyObject(r);
-    return up;
-}
-
 /* A guarded call; inside it, check the key already reached the replica. */
 static int guarded(const char *key, int expect_on_replica)
 {

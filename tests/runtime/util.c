@@ -164,3 +164,13 @@ void forget_fences(rh_server *s)
     }
     freeReplyObject(r);
 }
+
+int replica_online(void *master)
+{
+    redisReply *r = rh_cmd(master, "INFO replication");
+    int up = r != NULL && r->type == REDIS_REPLY_STRING &&
+             strstr(r->str, "state=online") != NULL;
+    if (r != NULL)
+        freeReplyObject(r);
+    return up;
+}

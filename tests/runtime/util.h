@@ -58,4 +58,10 @@ void forget_fences(rh_server *s);
  * the milliseconds it took, or -1 on timeout. */
 int64_t wait_until(int (*cond_fn)(void *), void *arg, int timeout_ms);
 
+/* For wait_until(): does the master (an rh_server *) count a replica for
+ * WAIT?  "online" in the master's view (after a diskless sync only once the
+ * replica's first ACK came in, up to a second after the replica itself
+ * reports the link up). */
+int replica_online(void *master);
+
 #endif
