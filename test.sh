@@ -23,6 +23,11 @@ cd "$(dirname "$0")"
   libevent-dev libuv1-dev python3-prometheus-client
 
 jobs=${LW_TEST_JOBS:-2}
+# Tests wait on their servers, and on the faults they stage, far more than
+# they compute: at twice the build's jobs the main pass keeps a 2-core
+# machine about a third busy (valgrind's pass: three quarters), and the
+# passes take half the time.  No test may depend on being alone.
+test_jobs=${LW_CTEST_JOBS:-$((2 * jobs))}
 generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 
@@ -39,7 +44,7 @@ build_and_test() {
   echo "== build $dir"
   cmake --build "$dir" --parallel "$jobs"
   echo "== test $dir"
-  (cd "$dir" && ctest --output-on-failure -j"$jobs" "${ctest_args[@]}")
+  (cd "$dir" && ctest --output-on-failure -j"$test_jobs" "${ctest_args[@]}")
 }
 
 # libclang 14, Debian 12's default, named: a machine that also has a newer
