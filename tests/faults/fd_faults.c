@@ -635,34 +635,15 @@ static int sentinel_switchover(struct fd_run *r)
 {
     char detail[160];
     rh_server *old = sentinel_master(r), *fresh;
-    int k = r->nth++ % RH_SENTINELS, deaf = (k + 1) % RH_SENTINELS, ok = 0;
+    int k = r->nth++ % RH_SENTINELS, deaf = (k + 1) % RH_SENTINELS, ok;
     if (old == NULL)
         return -1;
-    int64_t t0 = fw_now_ns(), deadline = fd_now_ms() + SENTINEL_WAIT_MS;
+    int64_t t0 = fw_now_ns();
     if (rh_pause(&r->sn.sentinel[deaf]) != 0)
         return -1;
-    while (!ok) {
-        /* -INPROG (a failover still winding down) or -NOGOODSLAVE (the
-         * sentinel's view of a replica not fresh yet): ask again. */
-        redisReply *rep = rh_cmd(&r->sn.sentinel[k], "SENTINEL FAILOVER %s",
-                                 RH_SENTINEL_NAME);
-        ok = rep != NULL && rep->type == REDIS_REPLY_STATUS;
-        if (!ok && fd_now_ms() > deadline) {
-            fd_log(r, "FAULT-ERROR sentinel: SENTINEL FAILOVER: %s",
-                   rep && rep->type == REDIS_REPLY_ERROR ? rep->str
-                                                         : "no answer");
-            freeReplyObject(rep);
-            break;
-        }
-        freeReplyObject(rep);
-        if (!ok)
-            fd_sleep_ms(100);
-    }
-    /* Demoted: from here on the old master refuses writes (READONLY). */
-    if (ok && rh_sentinel_wait_replica(old, SENTINEL_WAIT_MS) != 0) {
+    ok = rh_sentinel_switchover(&r->sn, k, old, SENTINEL_WAIT_MS) == 0;
+    if (!ok)
         fd_log(r, "FAULT-ERROR sentinel: :%d not demoted", old->port);
-        ok = 0;
-    }
     if (rh_resume(&r->sn.sentinel[deaf]) != 0 || !ok)
         return -1;
     if ((fresh = rh_sentinel_wait_failover(&r->sn, old, SENTINEL_WAIT_MS)) ==

@@ -50,8 +50,7 @@ int rh_sentinel_is_master(rh_server *n)
     return m;
 }
 
-/* 1 when n is a replica done with its sync, its link to the master up. */
-static int synced_replica(rh_server *n)
+int rh_sentinel_synced_replica(rh_server *n)
 {
     redisReply *r = live(n) ? rh_cmd(n, "INFO replication") : NULL;
     int ok = r != NULL && r->type == REDIS_REPLY_STRING &&
@@ -67,7 +66,7 @@ int rh_sentinel_wait_replica(rh_server *n, int timeout_ms)
 {
     long long deadline = mono_ms() + timeout_ms;
 
-    while (!synced_replica(n)) {
+    while (!rh_sentinel_synced_replica(n)) {
         if (mono_ms() >= deadline) {
             fprintf(stderr,
                     "redis harness: :%d is not a synced replica after %d ms\n",
@@ -153,6 +152,42 @@ rh_server *rh_sentinel_master_by(rh_sentinel *s, int k)
                 return &s->node[n];
     }
     return NULL;
+}
+
+/* How long an accepted failover may take to demote the old master before
+ * it is asked for again (failover-timeout is 3 s). */
+#define SWITCHOVER_RETRY_MS 8000
+
+int rh_sentinel_switchover(rh_sentinel *s, int k, rh_server *old,
+                           int timeout_ms)
+{
+    long long deadline = mono_ms() + timeout_ms;
+    char why[128] = "no refusal";
+
+    for (;;) {
+        long long until = deadline;
+        if (rh_sentinel_master_by(s, k) == old) {
+            redisReply *r = rh_cmd(&s->sentinel[k], "SENTINEL FAILOVER %s",
+                                   RH_SENTINEL_NAME);
+            int accepted = r != NULL && r->type == REDIS_REPLY_STATUS;
+            if (r != NULL && r->type == REDIS_REPLY_ERROR)
+                snprintf(why, sizeof why, "%s", r->str);
+            freeReplyObject(r);
+            until = mono_ms() + (accepted ? SWITCHOVER_RETRY_MS : 100);
+        } /* else switched already: the demotion is on its way */
+        while (mono_ms() < until && mono_ms() < deadline) {
+            if (rh_sentinel_synced_replica(old))
+                return 0;
+            rh__sleep_ms(20);
+        }
+        if (mono_ms() >= deadline) {
+            fprintf(stderr,
+                    "redis harness: :%d not demoted by a switchover after "
+                    "%d ms (last refusal: %s)\n",
+                    old->port, timeout_ms, why);
+            return -1;
+        }
+    }
 }
 
 rh_server *rh_sentinel_wait_failover(rh_sentinel *s, const rh_server *old,

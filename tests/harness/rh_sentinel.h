@@ -72,6 +72,21 @@ rh_server *rh_sentinel_wait_failover(rh_sentinel *s, const rh_server *old,
  * after timeout_ms (printed). */
 int rh_sentinel_wait_replica(rh_server *n, int timeout_ms);
 
+/* 1 when n says ROLE slave with its link to a master up and its sync done,
+ * else 0 (unreachable too). */
+int rh_sentinel_synced_replica(rh_server *n);
+
+/* A switchover: SENTINEL FAILOVER through live sentinel k until old, the
+ * master, is demoted (a synced replica: from then on it refuses writes).
+ * Asked again on -INPROG (a failover still winding down) or -NOGOODSLAVE
+ * (the sentinel's view of a replica not fresh yet), and when a failover it
+ * accepted has not demoted old after a while with sentinel k still naming
+ * old: aborted (a promotion that outlasts failover-timeout on a loaded
+ * machine), with nobody to ask for another.  0, or -1 after timeout_ms
+ * (printed, with the sentinel's last refusal). */
+int rh_sentinel_switchover(rh_sentinel *s, int k, rh_server *old,
+                           int timeout_ms);
+
 /* Wait until every replica of master m has every write m took before
  * the call (WAIT for RH_SENTINEL_NODES - 1 replicas, after a write of
  * this call's own: WAIT counts the replicas that have the calling

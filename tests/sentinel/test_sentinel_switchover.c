@@ -189,13 +189,9 @@ int main(void)
     /* Child 0 hears no +switch-master: its sentinel is stopped. */
     CHECK_EQ(rh_pause(&sn.sentinel[0]), 0);
     t0_us = now_us();
-    CHECK_EQ(
-        rh_ok(rh_cmd(&sn.sentinel[1], "SENTINEL FAILOVER %s", RH_SENTINEL_NAME),
-              "SENTINEL FAILOVER"),
-        0);
     /* The others switch; child 0 stays on the old master until the
      * sentinels demote it (and it answers READONLY). */
-    CHECK_EQ(rh_sentinel_wait_replica(old, 20000), 0);
+    CHECK_EQ(rh_sentinel_switchover(&sn, 1, old, 20000), 0);
     CHECK_EQ(rh_resume(&sn.sentinel[0]), 0);
     fresh = rh_sentinel_wait_failover(&sn, old, 20000);
     CHECK(fresh != NULL);
