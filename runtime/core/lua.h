@@ -20,26 +20,34 @@
  * was minted (plus the fences one hand-off batch ran ahead of it, cohort.c),
  * so the next server's clock is past it once the failover took longer than
  * the two clocks differ (docs/guarantees.md).  The counter alone orders the
- * fences minted within one microsecond.  Fences are past 14 digits, where
- * Lua prints a number as "1.7955509984812e+15": they are written with
+ * fences minted within one microsecond.  The clock's fences are written
+ * first, reading the counter back in the same SET (GET): one command less
+ * than a GET then a SET, and the counter is written again only when it was
+ * not behind the clock.  Fences are past 14 digits, where Lua prints a
+ * number as "1.7955509984812e+15": they are written with
  * string.format('%d'), the clock from TIME's own strings; Lua's doubles hold
  * them exactly (below 2^53).  A counter holding anything but a number was
- * written by someone else: the script fails rather than guess.
+ * written by someone else: it is put back as it was (KEEPTTL keeps its TTL,
+ * if it had one) and the script fails rather than guess.
  */
 #define MINT_LUA                                                               \
     "local function mint(k, n)\n"                                              \
     "  local t = redis.call('time')\n"                                         \
     "  local f = tonumber(t[1] .. string.format('%06d', tonumber(t[2])))\n"    \
-    "  local v = redis.call('get', k)\n"                                       \
+    "  local add = (n or 1) - 1\n"                                             \
+    "  local v = redis.call('set', k, string.format('%d', f + add),\n"         \
+    "                       'KEEPTTL', 'GET')\n"                               \
     "  local c = tonumber(v)\n"                                                \
     "  if v and not c then\n"                                                  \
+    "    redis.call('set', k, v, 'KEEPTTL')\n"                                 \
     "    error({err = 'ERR lockweave fence counter ' .. k .. ' holds no '\n"   \
     "           .. 'number'})\n"                                               \
     "  end\n"                                                                  \
-    "  if c and c >= f then f = c + 1 end\n"                                   \
-    "  f = f + (n or 1) - 1\n"                                                 \
-    "  redis.call('set', k, string.format('%d', f))\n"                         \
-    "  return f\n"                                                             \
+    "  if c and c >= f then\n"                                                 \
+    "    f = c + 1\n"                                                          \
+    "    redis.call('set', k, string.format('%d', f + add), 'KEEPTTL')\n"      \
+    "  end\n"                                                                  \
+    "  return f + add\n"                                                       \
     "end\n"
 
 /*

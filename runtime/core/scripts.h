@@ -32,4 +32,8 @@ extern struct lw_script lw__script_once_try;
 extern struct lw_script lw__script_once_enqueue;
 extern struct lw_script lw__script_once_done;
 
+/* Every script above, NULL-terminated (kind.c): for the tests that check
+ * each one's SHA and the commands it calls. */
+extern struct lw_script *const lw__scripts[];
+
 #endif

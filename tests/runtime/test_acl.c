@@ -109,21 +109,10 @@ static int doc_allows(const char *cmd)
  * at connect, and allowed by the manual's ACL. */
 static void scripts_covered(void)
 {
-    struct lw_script *all[] = {
-        &lw__script_renew,       &lw__script_release,
-        &lw__script_enqueue,     &lw__script_onekey,
-        &lw__script_try,         &lw__script_handfences,
-        &lw__script_owned,       &lw__script_sem_enqueue,
-        &lw__script_sem_release, &lw__script_sem_renew,
-        &lw__script_rw_enqueue,  &lw__script_rw_release,
-        &lw__script_rw_renew,    &lw__script_sem_leave,
-        &lw__script_rw_leave,    &lw__script_rw_mark,
-        &lw__script_once_try,    &lw__script_once_enqueue,
-        &lw__script_once_done};
     int seen = 0;
 
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-        for (const char *p = all[i]->text; (p = strstr(p, "redis.")) != NULL;
+    for (struct lw_script *const *s = lw__scripts; *s != NULL; s++) {
+        for (const char *p = (*s)->text; (p = strstr(p, "redis.")) != NULL;
              p++) {
             char cmd[32];
             size_t n = 0;

@@ -40,6 +40,9 @@
  *   pipelined_mixed free keys asked for while requests of the same loop
  *                 wait on keys another process holds: the free ones are
  *                 served at once, the busy ones later, in the order asked
+ *   pipelined_apart  someone else's data under some keys of a batch: those
+ *                 requests fail (acquisitions LW_EREDIS, releases
+ *                 LW_ELOST), each of the others as if alone
  *   pipelined_faults  the pump's batches while another thread keeps
  *                 killing this process's connections: each acquisition
  *                 held (its key there, its fence its own) or LW_EREDIS,
@@ -1036,6 +1039,67 @@ static void pipelined_lost(void)
     event_base_free(base);
 }
 
+/* Keys "papart:<i>" with i % 8 == 3 hold a hash when acquired, and
+ * i % 8 == 5 one once held: Redis refuses the scripts' commands on those
+ * (WRONGTYPE).  The pump asks for all of them at once. */
+static void pipelined_apart(void)
+{
+    struct event_base *base = event_base_new();
+    lw_loop *loop = lw_loop_event(base);
+    lw_lock_opts o = lock_opts(10000, 5000, -1);
+    int n = 64, held = 0, ok = 0;
+    char key[32];
+
+    CHECK(loop != NULL);
+    memset(pipe_req, 0, sizeof pipe_req);
+    for (int i = 3; i < n; i += 8)
+        CHECK_EQ(rh_cmd_int(&srv, "HSET lock:papart:%d f v", i), 1);
+    for (int i = 0; i < n; i++) {
+        snprintf(key, sizeof key, "papart:%d", i);
+        CHECK_RC(lw_acquire_async(loop, key, strlen(key), &o, on_acquired,
+                                  &pipe_req[i]),
+                 LW_OK);
+    }
+    CHECK_EQ(run_until(base, pipe_all_done, &n, 30000), 0);
+    for (int i = 0; i < n; i++) {
+        if (i % 8 == 3) {
+            CHECK_MSG(pipe_req[i].status == LW_EREDIS, "papart:%d: %s", i,
+                      lw_strerror(pipe_req[i].status));
+            CHECK_EQ(rh_cmd_int(&srv, "HLEN lock:papart:%d", i), 1);
+            continue;
+        }
+        CHECK_MSG(pipe_req[i].status == LW_OK, "papart:%d: %s", i,
+                  lw_strerror(pipe_req[i].status));
+        held++;
+    }
+    for (int i = 5; i < n; i += 8) {
+        CHECK_EQ(rh_cmd_int(&srv, "DEL lock:papart:%d", i), 1);
+        CHECK_EQ(rh_cmd_int(&srv, "HSET lock:papart:%d f v", i), 1);
+    }
+    pipe_released_n = 0;
+    for (int i = 0; i < n; i++)
+        if (i % 8 != 3)
+            CHECK_RC(lw_release_async(pipe_req[i].lease, pipe_on_released,
+                                      &pipe_req[i]),
+                     LW_OK);
+    CHECK_EQ(run_until(base, pipe_all_released, &held, 30000), 0);
+    for (int i = 0; i < n; i++) {
+        if (i % 8 == 3)
+            continue;
+        CHECK_MSG(pipe_released[i] == (i % 8 == 5 ? LW_ELOST : LW_OK),
+                  "papart:%d released: %s", i, lw_strerror(pipe_released[i]));
+        ok += pipe_released[i] == LW_OK;
+        snprintf(key, sizeof key, "papart:%d", i);
+        if (i % 8 != 5)
+            CHECK_EQ(lock_exists(&srv, key), 0);
+    }
+    printf("pipelined_apart: %d of %d keys held as hashes: those failed, "
+           "%d others acquired and released\n",
+           2 * n / 8, n, ok);
+    lw_loop_free(loop);
+    event_base_free(base);
+}
+
 static void pipelined_mixed(void)
 {
     enum { BUSY = 8, FREE = 128 };
@@ -1287,6 +1351,7 @@ int main(void)
     event_base_free(base);
     pipelined();
     pipelined_lost();
+    pipelined_apart();
     pipelined_mixed();
     pipelined_faults();
     freed();

@@ -205,6 +205,11 @@ static void wrong_types(void)
      * behind, held by nobody until its TTL. */
     freeReplyObject(rh_cmd(&srv, "SET {lockweave}lock:fences abc"));
     refused("fence counter not a number", "wt-fence", 0);
+    redisReply *fr = rh_cmd(&srv, "GET {lockweave}lock:fences");
+    CHECK_MSG(fr != NULL && fr->type == REDIS_REPLY_STRING &&
+                  strcmp(fr->str, "abc") == 0,
+              "the fence counter was not left as it was");
+    freeReplyObject(fr);
     long long orphan = lock_exists(&srv, "wt-fence");
     freeReplyObject(rh_cmd(&srv, "DEL {lockweave}lock:fences"));
     int rc = call("wt-fence", 0, NULL);

@@ -96,21 +96,8 @@ int main(void)
     CHECK_EQ(calls("eval"), eval_first); /* known now: EVALSHA only */
     CHECK(calls("evalsha") > 0);
 
-    {
-        struct lw_script *all[] = {
-            &lw__script_renew,       &lw__script_release,
-            &lw__script_enqueue,     &lw__script_onekey,
-            &lw__script_try,         &lw__script_handfences,
-            &lw__script_owned,       &lw__script_sem_enqueue,
-            &lw__script_sem_release, &lw__script_sem_renew,
-            &lw__script_sem_leave,   &lw__script_rw_enqueue,
-            &lw__script_rw_release,  &lw__script_rw_renew,
-            &lw__script_rw_leave,    &lw__script_rw_mark,
-            &lw__script_once_try,    &lw__script_once_enqueue,
-            &lw__script_once_done};
-        for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-            check_sha(all[i]);
-    }
+    for (struct lw_script *const *s = lw__scripts; *s != NULL; s++)
+        check_sha(*s);
 
     lw_shutdown();
     CHECK(rh_stop(&srv) == 0);
