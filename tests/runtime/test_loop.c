@@ -930,21 +930,30 @@ static int pipe_all_released(void *arg)
     return pipe_released_n == *(int *)arg;
 }
 
-/* Take n keys "<prefix>:<i>" at once on loop; each callback LW_OK. */
-static void pipe_acquire(struct event_base *base, lw_loop *loop,
-                         const char *prefix, int n)
+/* Ask for n keys "<prefix>:<i>" at once on loop, with o; run the loop
+ * until every callback ran (timeout_ms at most).  Answers in pipe_req. */
+static void pipe_ask(struct event_base *base, lw_loop *loop, const char *prefix,
+                     int n, const lw_lock_opts *o, int timeout_ms)
 {
-    lw_lock_opts o = lock_opts(10000, 5000, -1);
     char key[32];
 
     memset(pipe_req, 0, sizeof pipe_req);
     for (int i = 0; i < n; i++) {
         snprintf(key, sizeof key, "%s:%d", prefix, i);
-        CHECK_RC(lw_acquire_async(loop, key, strlen(key), &o, on_acquired,
+        CHECK_RC(lw_acquire_async(loop, key, strlen(key), o, on_acquired,
                                   &pipe_req[i]),
                  LW_OK);
     }
-    CHECK_EQ(run_until(base, pipe_all_done, &n, 30000), 0);
+    CHECK_EQ(run_until(base, pipe_all_done, &n, timeout_ms), 0);
+}
+
+/* Take n keys "<prefix>:<i>" at once on loop; each callback LW_OK. */
+static void pipe_acquire(struct event_base *base, lw_loop *loop,
+                         const char *prefix, int n)
+{
+    lw_lock_opts o = lock_opts(10000, 5000, -1);
+
+    pipe_ask(base, loop, prefix, n, &o, 30000);
     for (int i = 0; i < n; i++) {
         CHECK_RC(pipe_req[i].status, LW_OK);
         CHECK(pipe_req[i].fence > 0);
@@ -1051,16 +1060,9 @@ static void pipelined_apart(void)
     char key[32];
 
     CHECK(loop != NULL);
-    memset(pipe_req, 0, sizeof pipe_req);
     for (int i = 3; i < n; i += 8)
         CHECK_EQ(rh_cmd_int(&srv, "HSET lock:papart:%d f v", i), 1);
-    for (int i = 0; i < n; i++) {
-        snprintf(key, sizeof key, "papart:%d", i);
-        CHECK_RC(lw_acquire_async(loop, key, strlen(key), &o, on_acquired,
-                                  &pipe_req[i]),
-                 LW_OK);
-    }
-    CHECK_EQ(run_until(base, pipe_all_done, &n, 30000), 0);
+    pipe_ask(base, loop, "papart", n, &o, 30000);
     for (int i = 0; i < n; i++) {
         if (i % 8 == 3) {
             CHECK_MSG(pipe_req[i].status == LW_EREDIS, "papart:%d: %s", i,
@@ -1239,14 +1241,7 @@ static void pipelined_faults(void)
     CHECK(pthread_create(&t, NULL, killer, &kills) == 0);
     for (int round = 0; round < F_ROUNDS; round++) {
         snprintf(prefix, sizeof prefix, "pf%d", round);
-        memset(pipe_req, 0, sizeof pipe_req);
-        for (int i = 0; i < n; i++) {
-            snprintf(key, sizeof key, "%s:%d", prefix, i);
-            CHECK_RC(lw_acquire_async(loop, key, strlen(key), &o, on_acquired,
-                                      &pipe_req[i]),
-                     LW_OK);
-        }
-        CHECK_EQ(run_until(base, pipe_all_done, &n, 60000), 0);
+        pipe_ask(base, loop, prefix, n, &o, 60000);
         pipe_released_n = 0;
         int held = 0;
         for (int i = 0; i < n; i++) {
