@@ -47,19 +47,19 @@ static int wait_ack(const struct lw_hold *l, const struct lw_names *names,
     size_t incr_lens[] = {4, names->fencelen};
     struct lw_cmd cmds[] = {{2, incr_argv, incr_lens},
                             {3, wait_argv, wait_lens}};
-    int readers = (l->kind->flags & LW_KIND_READERS) != 0;
-    const char *argv[] = {l->key, names->readers, l->token, l->expire_str};
-    size_t lens[] = {l->keylen, names->readerslen, (size_t)l->toklen,
-                     (size_t)l->expire_len};
+    int readers = (l->kind->flags & LW_KIND_READERS) != 0, k = 0;
+    const char *argv[4];
+    size_t lens[4];
     redisReply *r[3], *mine;
     int replayed, rc;
 
-    if (!readers) { /* the lock key alone, then the arguments */
-        argv[1] = argv[2];
-        lens[1] = lens[2];
-        argv[2] = argv[3];
-        lens[2] = lens[3];
-    }
+#define ARG(p, len) (argv[k] = (p), lens[k++] = (len))
+    ARG(l->key, l->keylen);
+    if (readers)
+        ARG(names->readers, names->readerslen);
+    ARG(l->token, (size_t)l->toklen);
+    ARG(l->expire_str, (size_t)l->expire_len);
+#undef ARG
     wait_lens[1] = (size_t)snprintf(n, sizeof n, "%d", cfg->wait_replicas);
     wait_lens[2] = (size_t)snprintf(t, sizeof t, "%d", cfg->wait_timeout_ms);
     /* In a cluster WAIT counts the replicas of the key's master.  The

@@ -25,10 +25,6 @@
 #define WAIT_OK_MS 3000
 #define PAIRS_MAX  16
 
-/* Masters start a full sync at once, not after the default 5 s. */
-static const char *const master_args[] = {"--repl-diskless-sync-delay", "0",
-                                          NULL};
-
 /* The moving address: a loopback proxy, one thread polling every pair. */
 static struct {
     int lfd, port;
@@ -196,23 +192,15 @@ static int guarded(const char *key)
 int main(void)
 {
     static rh_server a, b, b_replica;
-    static const char *replica_args[4];
-    char port[16], url[64];
+    static char port[16];
+    static const char *replica_args[PAIR_ARGS];
+    char url[64];
     rh_opts o;
     lw_config cfg;
 
     rh_opts_init(&o);
-    o.extra_args = master_args;
     CHECK_EQ(rh_start(&a, &o), 0);
-    CHECK_EQ(rh_start(&b, &o), 0);
-    snprintf(port, sizeof port, "%d", b.port);
-    replica_args[0] = "--replicaof";
-    replica_args[1] = "127.0.0.1";
-    replica_args[2] = port;
-    o.extra_args = replica_args;
-    CHECK_EQ(rh_start(&b_replica, &o), 0);
-    CHECK_MSG(wait_until(replica_online, &b, 10000) >= 0,
-              "replica not online at its master within 10 s");
+    start_pair(&b, &b_replica, port, replica_args);
 
     proxy_start(a.port);
     snprintf(url, sizeof url, "redis://127.0.0.1:%d", px.port);

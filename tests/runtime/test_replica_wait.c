@@ -4,7 +4,8 @@
  * runs; with the replica frozen (SIGSTOP) the acquisition fails with
  * LW_EREPLICAS, the body does not run, and the key is not left on the
  * master; asking for more replicas than exist fails the same way; without
- * the option a frozen replica changes nothing.  Then Redlock over three
+ * the option a frozen replica changes nothing.  A read lock and a
+ * semaphore the same, up and frozen.  Then Redlock over three
  * masters with a replica each: WAIT on every master, a quorum of masters
  * must confirm (one replica frozen: granted; two: LW_EREPLICAS).  A WAIT
  * timeout longer than the command timeout is waited for in full, on one
@@ -27,10 +28,6 @@
 #define SHORT_CMD_MS 1000
 
 #define RL 3
-
-/* Masters start a full sync at once, not after the default 5 s. */
-static const char *const master_args[] = {"--repl-diskless-sync-delay", "0",
-                                          NULL};
 
 static rh_server master, replica;
 static rh_server rl_master[RL], rl_replica[RL];
@@ -74,30 +71,28 @@ static int guarded(const char *key, int expect_on_replica)
     return lw_guard_leave(&g);
 }
 
-/* A master and its replica, linked.  args: PAIR_ARGS words the servers
- * keep. */
-#define PAIR_ARGS 6
-static void start_pair(rh_server *m, rh_server *r, char *port,
-                       const char **args)
+/* A read lock and a semaphore (their own renewals go before WAIT): each
+ * granted and on the replica inside the body (expect LW_OK), or not
+ * confirmed, the body not run and nothing left behind. */
+static void other_kinds(int expect)
 {
-    rh_opts o;
-    int k = 0;
-    rh_opts_init(&o);
-    o.extra_args = master_args;
-    CHECK_EQ(rh_start(m, &o), 0);
-    snprintf(port, 16, "%d", m->port);
-    args[k++] = "--replicaof";
-    args[k++] = "127.0.0.1";
-    args[k++] = port;
-    if (getenv("LW_TEST_TLS") != NULL) { /* every server serves TLS only */
-        args[k++] = "--tls-replication";
-        args[k++] = "yes";
+    lw_lock_opts o = lock_opts(5000, 0, -1);
+    const char *keys[] = {"kind-read", "kind-sem"};
+    lw_guard g;
+
+    for (int i = 0; i < 2; i++) {
+        o.flags = i == 0 ? LW_LOCK_READ : 0;
+        o.permits = i == 1 ? 2 : 0;
+        int rc = lw_lock(&g, keys[i], strlen(keys[i]), &o);
+        CHECK_MSG(rc == expect, "%s: %s", keys[i], lw_strerror(rc));
+        if (rc != LW_OK) {
+            CHECK_EQ(lock_exists(&master, keys[i]), 0);
+            continue;
+        }
+        CHECK_MSG(lock_exists(&replica, keys[i]) == 1,
+                  "lock:%s granted but not on the replica", keys[i]);
+        CHECK_RC(lw_guard_leave(&g), LW_OK);
     }
-    args[k] = NULL;
-    o.extra_args = args;
-    CHECK_EQ(rh_start(r, &o), 0);
-    CHECK_MSG(wait_until(replica_online, m, 10000) >= 0,
-              "replica not online at its master within 10 s");
 }
 
 /* Redlock: a guarded call; inside, how many replicas already have it. */
@@ -187,6 +182,7 @@ int main(void)
     CHECK_RC(guarded("up", 1), LW_OK);
     CHECK_EQ(entered, 1);
     CHECK_EQ(lock_exists(&master, "up"), 0);
+    other_kinds(LW_OK);
 
     /* Replica frozen: not confirmed, body not run, nothing left behind. */
     CHECK_EQ(rh_pause(&replica), 0);
@@ -199,6 +195,7 @@ int main(void)
     CHECK_RC(lw_last_error(), LW_EREPLICAS);
     CHECK_EQ(entered, 1);
     CHECK_EQ(lock_exists(&master, "frozen"), 0);
+    other_kinds(LW_EREPLICAS);
 
     /* A WAIT timeout above the command timeout: the server answers WAIT
      * only when it runs out, and the reply is waited for that long.  Not

@@ -174,3 +174,28 @@ int replica_online(void *master)
         freeReplyObject(r);
     return up;
 }
+
+void start_pair(rh_server *m, rh_server *r, char port[16], const char **args)
+{
+    static const char *const master_args[] = {"--repl-diskless-sync-delay", "0",
+                                              NULL};
+    rh_opts o;
+    int k = 0;
+
+    rh_opts_init(&o);
+    o.extra_args = master_args;
+    CHECK_EQ(rh_start(m, &o), 0);
+    snprintf(port, 16, "%d", m->port);
+    args[k++] = "--replicaof";
+    args[k++] = "127.0.0.1";
+    args[k++] = port;
+    if (getenv("LW_TEST_TLS") != NULL) { /* every server serves TLS only */
+        args[k++] = "--tls-replication";
+        args[k++] = "yes";
+    }
+    args[k] = NULL;
+    o.extra_args = args;
+    CHECK_EQ(rh_start(r, &o), 0);
+    CHECK_MSG(wait_until(replica_online, m, 10000) >= 0,
+              "replica not online at its master within 10 s");
+}

@@ -64,4 +64,11 @@ int64_t wait_until(int (*cond_fn)(void *), void *arg, int timeout_ms);
  * reports the link up). */
 int replica_online(void *master);
 
+/* Start m, a master that syncs a replica at once (not after the default
+ * 5 s), and r, its replica (over TLS with LW_TEST_TLS), and wait until m
+ * counts r for WAIT.  port and args: storage the servers keep (a restart
+ * reads them again), PAIR_ARGS words for args.  CHECKs. */
+#define PAIR_ARGS 6
+void start_pair(rh_server *m, rh_server *r, char port[16], const char **args);
+
 #endif
