@@ -47,7 +47,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -441,11 +440,8 @@ static int release(struct lw_hold *l)
  * before it frees one, and ends leases after.) */
 static int may_hand(const struct lw_cohort *c, const struct lw_hold *l)
 {
-    return c->head != NULL && !lw__gate_closing() &&
-           !__atomic_load_n(&l->ended, __ATOMIC_ACQUIRE) && !lw__hold_lost(l) &&
-           !c->run_lost && c->run <= (unsigned)l->cfg->local_handoffs &&
-           l->valid_until_ms - lw__now_ms() >=
-               (int64_t)c->head->lease->expire_ms * 3 / 4;
+    return c->head != NULL && !c->run_lost &&
+           lw__hold_may_hand(l, c->run, c->head->lease->expire_ms);
 }
 
 /* Fences for the rest of l's run, in one round trip, if l is still ours.
@@ -534,24 +530,6 @@ static int check_handed(struct lw_cohort *c, struct lw_hold *l)
     return ticket <= c->ok_upto ? LW_OK : c->failed;
 }
 
-/* The verdict on a section that handed the lock on: check is what Redis
- * said of the key after the section ended. */
-static int handed_verdict(struct lw_hold *l, int check)
-{
-    char why[96];
-
-    if (check == LW_OK)
-        return lw__hold_lost(l) ? LW_ELOST : LW_OK;
-    if (check == LW_ELOST)
-        return lw__hold_lose(l, LW_LOST_GONE,
-                             "the key was gone or another owner's when it "
-                             "was handed to another thread");
-    snprintf(why, sizeof why,
-             "Redis did not confirm it was held when handed on (%s)",
-             lw_strerror(check));
-    return lw__hold_lose(l, LW_LOST_NO_REPLY, why);
-}
-
 int lw__cohort_release(struct lw_hold *l)
 {
     struct lw_cohort *c = l->cohort;
@@ -572,7 +550,7 @@ int lw__cohort_release(struct lw_hold *l)
             rc = check_handed(c, l);
         leave(c);
         pthread_mutex_unlock(&tab.mu);
-        rc = handed_verdict(l, rc);
+        rc = lw__hold_handed_verdict(l, rc);
         if (lw__log_on(LW_LOG_DEBUG))
             lw__log(LW_LOG_DEBUG,
                     "lock %.*s: released, handed on to another thread of "

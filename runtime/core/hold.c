@@ -5,7 +5,9 @@
 #include <stdio.h>
 
 #include "base/clock.h"
+#include "base/config.h"
 #include "base/fork.h"
+#include "base/gate.h"
 #include "base/log.h"
 #include "base/metrics.h"
 #include "base/numfmt.h"
@@ -125,4 +127,30 @@ int lw__hold_lose(struct lw_hold *l, int reason, const char *why)
     if (lw__hold_mark_lost(l))
         lw__hold_notify_lost(l, reason);
     return LW_ELOST;
+}
+
+int lw__hold_may_hand(const struct lw_hold *l, unsigned run, uint32_t expire_ms)
+{
+    return !lw__gate_closing() &&
+           !__atomic_load_n(&l->ended, __ATOMIC_ACQUIRE) && !lw__hold_lost(l) &&
+           run <= (unsigned)l->cfg->local_handoffs &&
+           __atomic_load_n(&l->valid_until_ms, __ATOMIC_RELAXED) -
+                   lw__now_ms() >=
+               (int64_t)expire_ms * 3 / 4;
+}
+
+int lw__hold_handed_verdict(struct lw_hold *l, int check)
+{
+    char why[96];
+
+    if (check == LW_OK)
+        return lw__hold_lost(l) ? LW_ELOST : LW_OK;
+    if (check == LW_ELOST)
+        return lw__hold_lose(l, LW_LOST_GONE,
+                             "the key was gone or another owner's when it "
+                             "was handed on");
+    snprintf(why, sizeof why,
+             "Redis did not confirm it was held when handed on (%s)",
+             lw_strerror(check));
+    return lw__hold_lose(l, LW_LOST_NO_REPLY, why);
 }

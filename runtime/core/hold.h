@@ -99,6 +99,28 @@ void lw__hold_notify_lost(const struct lw_hold *l, int reason);
  * tell the lost handler reason.  Returns LW_ELOST. */
 int lw__hold_lose(struct lw_hold *l, int reason, const char *why);
 
+/*
+ * Hand-offs inside the process (cohort.c between threads, loop/loop.c
+ * between an event loop's requests): the lock goes on to the next caller
+ * with the same token, no round trip, and each section that handed it on
+ * learns from a later check in Redis whether it was ours to the end.
+ */
+
+/* May l's lock be handed on now, to a caller whose lease is expire_ms, as
+ * the run's section number run + 1 (run: sections its acquisition from
+ * Redis has served)?  Not while lw_shutdown() runs or once l is lost, at
+ * most local_handoffs times a run, and only with three quarters of the
+ * next lease left by our clock (which never believes in more than Redis
+ * gave). */
+int lw__hold_may_hand(const struct lw_hold *l, unsigned run,
+                      uint32_t expire_ms);
+
+/* The verdict on a section of l that handed the lock on: check is what
+ * Redis said of the key after the section ended (LW_OK: still l's token;
+ * LW_ELOST: not; another code: no answer).  LW_OK or LW_ELOST, as
+ * lw__hold_lose(). */
+int lw__hold_handed_verdict(struct lw_hold *l, int check);
+
 static inline int lw__hold_lost(const struct lw_hold *l)
 {
     return __atomic_load_n(&l->lost, __ATOMIC_ACQUIRE);

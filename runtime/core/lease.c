@@ -18,10 +18,14 @@
 #include "base/fork.h"
 #include "base/gate.h"
 #include "base/metrics.h"
+#include "base/result.h"
 #include "base/stats.h"
 #include "base/thread.h"
+#include "core/backend.h"
+#include "core/kind.h"
 #include "core/lease.h"
 #include "core/take.h"
+#include "core/watchdog.h"
 
 #define KEYS_MAX LW_LEASE_KEYS_MAX
 
@@ -335,6 +339,88 @@ void lw__lease_batch(struct lw_lease_op *ops, int n)
         k++;
     }
     free(t);
+}
+
+int lw__lease_handable(const lw_lock_opts *opts)
+{
+    int ok;
+
+    lw__gate_pass(); /* lw_shutdown() frees the settings read here */
+    ok = lw__settings()->local_handoffs > 0 && opts->hold_at_least_ms == 0 &&
+         (lw__kind_for(opts)->flags & LW_KIND_HANDOFF);
+    lw__gate_exit();
+    return ok;
+}
+
+int lw__lease_may_hand(const lw_lease *from, unsigned run)
+{
+    return lw__lease_give_batchable(from) &&
+           lw__hold_may_hand(&from->k[0].hold, run, from->k[0].opts.expire_ms);
+}
+
+int lw__lease_fences(lw_lease *from, unsigned run, uint64_t *first, uint32_t *n)
+{
+    struct lw_hold *h = &from->k[0].hold;
+    int rc;
+
+    lw__gate_pass();
+    *n = (uint32_t)h->cfg->local_handoffs + 1 - run;
+    rc = h->be->fences(h, *n, first);
+    lw__gate_exit();
+    return rc;
+}
+
+int lw__lease_hand_on(lw_lease *from, uint64_t fence, int nowait, lw_lease **to)
+{
+    struct key *k = &from->k[0];
+    const void *key = k->key + k->prefix_len;
+    size_t keylen = k->keylen - k->prefix_len;
+    struct lw_lease *l;
+    int rc;
+
+    *to = NULL;
+    /* One renewer at a time, and from's validity read after its last
+     * renewal. */
+    if (!nowait)
+        lw__watchdog_remove(&k->hold);
+    else if (!lw__watchdog_try_remove(&k->hold))
+        return LW_R_BUSY;
+    l = lease_new(&key, &keylen, &k->opts, 1, k->key, k->prefix_len);
+    if (l == NULL)
+        return LW_ENOMEM;
+    /* From here until its check is answered (lw__lease_handed_back()),
+     * from's configuration must outlive it: lw_shutdown() waits. */
+    lw__gate_pass();
+    rc = lw__take_handed(&l->k[0].hold, &k->hold, l->k[0].key, l->k[0].keylen,
+                         l->k[0].prefix_len, &l->k[0].opts);
+    if (rc != LW_OK) {
+        lw__gate_exit();
+        free(l);
+        return rc;
+    }
+    l->batched = 1; /* given back as from would have been */
+    l->k[0].fence = fence;
+    took(&l->k[0]);
+    LW_STAT_ADD(handed_locally, 1);
+    *to = l;
+    return LW_OK;
+}
+
+int lw__lease_check(lw_lease *from)
+{
+    struct lw_hold *h = &from->k[0].hold;
+
+    return h->be->check(h); /* in the gate since lw__lease_hand_on() */
+}
+
+int lw__lease_handed_back(lw_lease *from, int check)
+{
+    struct lw_hold *h = &from->k[0].hold;
+    int rc = given_back(h, lw__hold_handed_verdict(h, check));
+
+    free(from);
+    lw__gate_exit(); /* lw__lease_hand_on()'s */
+    return rc;
 }
 
 int lw_acquire_keys_sized(const void *const *keys, const size_t *keylens, int n,

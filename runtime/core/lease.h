@@ -55,6 +55,51 @@ struct lw_lease_op {
 /* Do ops[0..n), each status set. */
 void lw__lease_batch(struct lw_lease_op *ops, int n);
 
+/*
+ * An event loop's hand-offs between its own requests for one key
+ * (loop/loop.c): a lease of a batch handed on in memory to the next
+ * request, as threads of a process hand a lock on (cohort.c): the same
+ * token and validity, a fence of the run's, the section that handed it on
+ * checked in Redis afterwards.  The loop keeps the run (its count, its
+ * fences) and orders each check before the run's release through Redis.
+ */
+
+/* May requests with opts be handed a lease on: a kind that allows it, no
+ * minimum hold, local_handoffs above 0?  1 or 0. */
+int lw__lease_handable(const lw_lock_opts *opts);
+
+/* May from (one key, given back in a batch) be handed on now, as section
+ * run + 1 of its run (lw__hold_may_hand())?  1 or 0. */
+int lw__lease_may_hand(const lw_lease *from, unsigned run);
+
+/* Fences for the rest of from's run (run sections served so far: as many
+ * as it may still hand on, *n), all above from's and below the next
+ * holder's, minted only while the key holds from's token (a round trip):
+ * LW_OK with *first the lowest, LW_ELOST, or another code when no answer
+ * came.  Fences a run does not use are a gap, as a thread cohort's. */
+int lw__lease_fences(lw_lease *from, unsigned run, uint64_t *first,
+                     uint32_t *n);
+
+/* Hand from's lock on to *to, a new lease of the same key and options with
+ * fence: LW_OK, from no longer renewed and waiting for its check (then
+ * lw__lease_handed_back() and nothing else).  With nowait, LW_R_BUSY when
+ * from's renewal is in flight: nothing done (the caller's thread must not
+ * wait for it).  Otherwise (LW_ENOMEM, LW_ESHUTDOWN) nothing is handed and
+ * from is given back as usual. */
+int lw__lease_hand_on(lw_lease *from, uint64_t fence, int nowait,
+                      lw_lease **to);
+
+/* Is from's key still its token in Redis, right now (a round trip)?  LW_OK,
+ * LW_ELOST, or another code when no answer came.  One answer is good for
+ * every section of the run that ended before it was asked: a token gone
+ * from the key never comes back to it. */
+int lw__lease_check(lw_lease *from);
+
+/* End from, handed on, with check (what Redis said of its key after its
+ * section ended; LW_OK also from a lw__lease_fences() asked after it):
+ * from is freed, and LW_OK or LW_ELOST returned, as lw_release() would. */
+int lw__lease_handed_back(lw_lease *from, int check);
+
 /* Release hook: fn(owner, l) runs in lw_release(l), from the releasing
  * thread, before l's keys are given back.  fn NULL: none.  Not
  * thread-safe against a release of l. */

@@ -3,6 +3,7 @@
 #include "core/take.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/config.h"
 #include "base/gate.h"
@@ -86,6 +87,24 @@ int lw__give_back(struct lw_hold *h)
     lw__gate_pass(); /* a release finishes even while lw_shutdown() waits:
                         it gives back what shutdown would */
     rc = give_back(h);
+    lw__gate_exit();
+    return rc;
+}
+
+int lw__take_handed(struct lw_hold *h, struct lw_hold *from, const char *key,
+                    size_t keylen, size_t prefix_len, const lw_lock_opts *opts)
+{
+    int rc = lw__gate_enter();
+
+    if (rc != LW_OK)
+        return rc;
+    lw__hold_init(h, from->be, from->cfg, key, keylen, prefix_len, opts);
+    memcpy(h->token, from->token, sizeof h->token);
+    h->toklen = from->toklen;
+    h->valid_until_ms =
+        __atomic_load_n(&from->valid_until_ms, __ATOMIC_RELAXED);
+    h->drift_ms = from->drift_ms;
+    rc = taken(h, LW_OK);
     lw__gate_exit();
     return rc;
 }

@@ -37,6 +37,17 @@ int lw__take(struct lw_hold *h, const char *key, size_t keylen,
  * to the end. */
 int lw__give_back(struct lw_hold *h);
 
+/* Take, into h, the lock that from holds (the same key: key, keylen and
+ * prefix_len as lw__take()'s; opts h's own), handed on with no round trip
+ * (an event loop's requests, loop/loop.c): h gets from's token and
+ * validity, and the watchdog renews it from now on.  from must be out of
+ * the watchdog already (lw__watchdog_remove()): one renewer at a time, and
+ * its validity read after its last renewal.  LW_OK, or LW_ESHUTDOWN
+ * (nothing taken).  The caller checks in Redis, later, that from's
+ * section ended with the key still its token (lw__hold_handed_verdict()). */
+int lw__take_handed(struct lw_hold *h, struct lw_hold *from, const char *key,
+                    size_t keylen, size_t prefix_len, const lw_lock_opts *opts);
+
 /*
  * Many keys' takes and give-backs at once, in one pipeline on this
  * thread's connection (an event loop's pump, loop/loop.c): each take the

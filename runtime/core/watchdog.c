@@ -308,6 +308,18 @@ void lw__watchdog_remove(struct lw_hold *l)
     pthread_mutex_unlock(&wd.mu);
 }
 
+int lw__watchdog_try_remove(struct lw_hold *l)
+{
+    int idle;
+
+    pthread_mutex_lock(&wd.mu);
+    idle = !l->inflight;
+    if (idle)
+        lw__dq_remove(&wd.due, l);
+    pthread_mutex_unlock(&wd.mu);
+    return idle;
+}
+
 void lw__watchdog_stop(void)
 {
     pthread_mutex_lock(&wd.mu);

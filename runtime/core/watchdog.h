@@ -17,6 +17,10 @@ int lw__watchdog_add(struct lw_hold *l);
  * lw__hold_init() that was never added is fine. */
 void lw__watchdog_remove(struct lw_hold *l);
 
+/* lw__watchdog_remove() without the wait: 1 when l is out of the watchdog,
+ * 0 (nothing done) while a renewal of l is in flight. */
+int lw__watchdog_try_remove(struct lw_hold *l);
+
 /* Stop the thread and forget every lease (lw_shutdown). */
 void lw__watchdog_stop(void);
 

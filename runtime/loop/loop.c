@@ -24,6 +24,24 @@
  * or a thread of this process holds or waits for (the cohort hands it on
  * in memory, cohort.c).
  *
+ * Requests of the loop for one key, with the same options, are served in
+ * turn, in the order they came (struct turn): the first takes the lock
+ * from Redis, the others wait here, in memory, and a release hands the
+ * lease on to the next without a round trip, as threads of a process hand
+ * a lock on (cohort.c), under the same rules: at most local_handoffs times
+ * in a row, then through Redis, whose queue serves other processes first;
+ * only with three quarters of the lease left; each handed section with a
+ * fence of its own, minted in one round trip for the rest of the run
+ * while the key still holds the run's token; and each section's verdict
+ * from a check in Redis sent after it ended (the pump's, CHECK: a token
+ * gone from the key never comes back, so one that finds it there says the
+ * key held it throughout every section that ended before), checks before
+ * the run's release through Redis, which goes through the pump too.  The
+ * hand-off itself runs on the loop's thread, in lw_release_async(), when
+ * the run has fences left and no renewal of the lease is in flight;
+ * otherwise the pump does it (HAND), where a round trip may be waited
+ * for.  A request waiting its turn times out on the pump's clock.
+ *
  * Everything else goes to the pools, each grown on demand up to its bound,
  * whose workers make the blocking calls (lw_acquire_keys(), lw_release()):
  * every kind, topology and option, the fair queue in Redis, the hand-off
@@ -62,6 +80,10 @@
 
 enum { ACQUIRE, RELEASE, NPOOLS };
 enum { QUEUED, RUNNING, DONE };
+/* What a release does at the pump: give its lease back through Redis,
+ * hand it on to its turn's next request (a round trip first), or, handed
+ * on already, have its section checked. */
+enum { GIVE, HAND, CHECK };
 
 struct request {
     struct request *prev, *next; /* in the loop's pending list */
@@ -78,6 +100,13 @@ struct request {
     lw_lease *lease; /* RELEASE: to give back; ACQUIRE: what was won */
     int status;
     int64_t asked_us;   /* ACQUIRE: when the loop asked (lw__now_us()) */
+    struct turn *turn;  /* ACQUIRE: the turn it waits in or leads (taking
+                           the lock, or holding it until released);
+                           RELEASE: the turn its section was of (HAND,
+                           CHECK, or a HAND that became a GIVE) */
+    int waiting;        /* on its turn's list */
+    int op;             /* RELEASE at the pump: GIVE, HAND or CHECK */
+    int checked;        /* CHECK, HAND: what Redis said of the key */
     int n;              /* keys; then, in the request's own allocation: */
     lw_lock_opts *opts; /* each key's options */
     const void **keys;
@@ -89,6 +118,25 @@ struct held {
     struct held *prev, *next;
     struct lw_loop *loop;
     lw_lease *lease;
+    struct turn *turn; /* the turn it holds the lock for, if any */
+};
+
+/* A turn: the loop's requests for one key, with the same options (all but
+ * the wait), served one after the other from one take of the lock from
+ * Redis (see the top of this file).  Under lw->mu. */
+struct turn {
+    struct turn *next;            /* in lw->turns */
+    struct request *head, **tail; /* waiting, oldest first (qnext) */
+    int led;              /* one of its requests takes the lock, holds it, or
+                             is handed it */
+    int pending;          /* its releases at the pump (HAND, CHECK) */
+    unsigned run;         /* sections the lock's take from Redis has served */
+    int run_lost;         /* a check found the run's token gone from the key */
+    uint32_t fences_left; /* minted for the run, not handed out yet */
+    uint64_t next_fence;  /* the lowest of them */
+    lw_lock_opts opts;
+    size_t keylen;
+    char key[];
 };
 
 struct pool {
@@ -119,6 +167,8 @@ struct lw_loop {
     struct request pending;            /* list head: every request whose
                                           callback has not run */
     struct held held;                  /* list head */
+    struct turn *turns;
+    int64_t deadline_us; /* no waiter of a turn times out before then */
     int refs;    /* the loop's thread until lw_loop_free(), each worker */
     int closing; /* lw_loop_free() ran */
 };
@@ -152,6 +202,11 @@ static void unref(struct lw_loop *lw)
     pthread_mutex_unlock(&lw->mu);
     if (!last)
         return;
+    while (lw->turns != NULL) {
+        struct turn *t = lw->turns;
+        lw->turns = t->next;
+        free(t);
+    }
     for (int p = 0; p < NPOOLS; p++)
         pthread_cond_destroy(&lw->pool[p].cv);
     pthread_cond_destroy(&lw->pump.cv);
@@ -171,7 +226,174 @@ static void wake(struct lw_loop *lw)
     }
 }
 
-/* The release hook of a lease the loop handed out: no longer the loop's. */
+/* q is done: on the list the loop's thread runs callbacks from (wake() it).
+ * Under lw->mu. */
+static void finish(struct lw_loop *lw, struct request *q)
+{
+    q->state = DONE;
+    q->qnext = NULL;
+    *lw->done_tail = q;
+    lw->done_tail = &q->qnext;
+}
+
+static int pump_submit(struct lw_loop *lw, struct request *q);
+static int submit(struct lw_loop *lw, struct request *q);
+
+/* The options a lease of a turn has: all but the wait, each request's own. */
+static int same_lease(const lw_lock_opts *a, const lw_lock_opts *b)
+{
+    return a->expire_ms == b->expire_ms && a->max_renew == b->max_renew &&
+           a->flags == b->flags && a->hold_at_least_ms == b->hold_at_least_ms &&
+           a->permits == b->permits && a->site == b->site &&
+           a->once_window_ms == b->once_window_ms;
+}
+
+/* The turn q (one key) would be served in, NULL if none.  Under lw->mu. */
+static struct turn *turn_find(struct lw_loop *lw, const struct request *q)
+{
+    struct turn *t = lw->turns;
+
+    while (t != NULL && (t->keylen != q->keylens[0] ||
+                         memcmp(t->key, q->keys[0], t->keylen) != 0 ||
+                         !same_lease(&t->opts, &q->opts[0])))
+        t = t->next;
+    return t;
+}
+
+/* A new turn for q's key, led by q; NULL out of memory.  Under lw->mu. */
+static struct turn *turn_new(struct lw_loop *lw, struct request *q)
+{
+    struct turn *t = malloc(sizeof *t + q->keylens[0]);
+
+    if (t == NULL)
+        return NULL;
+    *t = (struct turn){.next = lw->turns,
+                       .led = 1,
+                       .opts = q->opts[0],
+                       .keylen = q->keylens[0]};
+    t->tail = &t->head;
+    memcpy(t->key, q->keys[0], t->keylen);
+    lw->turns = t;
+    q->turn = t;
+    return t;
+}
+
+/* Free t once nothing is left of it.  Under lw->mu. */
+static void turn_put(struct lw_loop *lw, struct turn *t)
+{
+    struct turn **pp = &lw->turns;
+
+    if (t->led || t->head != NULL || t->pending > 0)
+        return;
+    while (*pp != t)
+        pp = &(*pp)->next;
+    *pp = t->next;
+    free(t);
+}
+
+/* Take w off t's list, where it waits (anywhere on it).  Under lw->mu. */
+static void turn_unlink(struct turn *t, struct request *w)
+{
+    struct request **pp = &t->head, *prev = NULL;
+
+    while (*pp != w) {
+        prev = *pp;
+        pp = &(*pp)->qnext;
+    }
+    *pp = w->qnext;
+    if (t->tail == &w->qnext)
+        t->tail = prev != NULL ? &prev->qnext : &t->head;
+    w->waiting = 0;
+}
+
+/* Put w back first on t's list (a hand-off to it did not happen). */
+static void turn_push_front(struct turn *t, struct request *w)
+{
+    w->qnext = t->head;
+    if (t->head == NULL)
+        t->tail = &w->qnext;
+    t->head = w;
+    w->waiting = 1;
+    w->state = QUEUED;
+}
+
+/* Nobody of t holds its lock or takes it now: its first waiter takes it
+ * from Redis, through the pump, behind what the pump has queued already
+ * (the release that ended the run, so that its try finds the key free),
+ * or t ends.  Under lw->mu. */
+static void lead_next(struct lw_loop *lw, struct turn *t)
+{
+    struct request *w;
+
+    t->led = 0;
+    while ((w = t->head) != NULL) {
+        turn_unlink(t, w);
+        if (pump_submit(lw, w) == LW_OK || submit(lw, w) == LW_OK) {
+            t->led = 1;
+            return;
+        }
+        w->turn = NULL; /* no thread to take it */
+        w->status = LW_ESYSTEM;
+        finish(lw, w);
+        wake(lw);
+    }
+    turn_put(lw, t);
+}
+
+/* q, its turn's leader, has its answer from Redis (status, q->lease): the
+ * turn's run starts with it when it won and is still wanted (the loop's
+ * thread keeps its lease, dispatch()), else the next request leads.
+ * Under lw->mu. */
+static void led_done(struct lw_loop *lw, struct request *q)
+{
+    struct turn *t = q->turn;
+
+    if (t == NULL)
+        return;
+    if (q->status == LW_OK && !q->ended) {
+        t->run = 1;
+        t->run_lost = 0;
+        t->fences_left = 0;
+        return;
+    }
+    q->turn = NULL;
+    lead_next(lw, t);
+}
+
+/* The waiters of turns whose wait ran out get LW_ETIMEOUT.  Returns when
+ * the next one's does (INT64_MAX: none waits).  Under lw->mu. */
+static int64_t expire_waiters(struct lw_loop *lw)
+{
+    int64_t now = lw__now_us(), next = INT64_MAX;
+    int done = 0;
+
+    if (now < lw->deadline_us)
+        return lw->deadline_us;
+    for (struct turn *t = lw->turns; t != NULL; t = t->next) {
+        struct request *w = t->head, *wnext;
+        for (; w != NULL; w = wnext) {
+            int64_t at = w->asked_us + (int64_t)w->opts[0].wait_ms * 1000;
+            wnext = w->qnext;
+            if (at > now) {
+                next = at < next ? at : next;
+                continue;
+            }
+            turn_unlink(t, w);
+            w->turn = NULL;
+            w->status = LW_ETIMEOUT;
+            finish(lw, w);
+            done = 1;
+        }
+    }
+    lw->deadline_us = next;
+    if (done)
+        wake(lw);
+    return next;
+}
+
+/* The release hook of a lease the loop handed out: no longer the loop's.
+ * Released by another thread (lw_release()): its turn goes on, the
+ * next request taking the lock from Redis. */
 static void forget(void *owner, lw_lease *l)
 {
     struct held *h = owner;
@@ -181,12 +403,15 @@ static void forget(void *owner, lw_lease *l)
     pthread_mutex_lock(&lw->mu);
     h->prev->next = h->next;
     h->next->prev = h->prev;
+    if (h->turn != NULL)
+        lead_next(lw, h->turn);
     pthread_mutex_unlock(&lw->mu);
     free(h);
 }
 
-/* Record l as handed out by lw (the loop's thread): LW_OK or LW_ENOMEM. */
-static int keep(struct lw_loop *lw, lw_lease *l)
+/* Record l as handed out by lw (the loop's thread), holding the lock of
+ * turn t (or NULL): LW_OK or LW_ENOMEM. */
+static int keep(struct lw_loop *lw, lw_lease *l, struct turn *t)
 {
     struct held *h = malloc(sizeof *h);
 
@@ -194,6 +419,7 @@ static int keep(struct lw_loop *lw, lw_lease *l)
         return LW_ENOMEM;
     h->loop = lw;
     h->lease = l;
+    h->turn = t;
     pthread_mutex_lock(&lw->mu);
     h->prev = lw->held.prev;
     h->next = &lw->held;
@@ -250,6 +476,8 @@ static void *worker(void *arg)
         pthread_mutex_unlock(&lw->mu);
         run(q);
         pthread_mutex_lock(&lw->mu);
+        if (q->pool == ACQUIRE)
+            led_done(lw, q);
         if (q->ended) {
             /* Canceled meanwhile: nobody takes what was won. */
             lw_lease *won = q->pool == ACQUIRE ? q->lease : NULL;
@@ -260,10 +488,7 @@ static void *worker(void *arg)
             pthread_mutex_lock(&lw->mu);
             continue;
         }
-        q->state = DONE;
-        q->qnext = NULL;
-        *lw->done_tail = q;
-        lw->done_tail = &q->qnext;
+        finish(lw, q);
         wake(lw);
     }
     pl->workers--;
@@ -335,6 +560,8 @@ static int pumped(struct lw_loop *lw, struct request *q,
     q->pumped = 0;
     if (q->pool == ACQUIRE && op->status == LW_R_BUSY) {
         if (q->ended) {
+            q->status = LW_ECANCELED;
+            led_done(lw, q);
             free(q); /* nothing won */
             return 0;
         }
@@ -347,6 +574,17 @@ static int pumped(struct lw_loop *lw, struct request *q,
         q->status = op->status;
         q->lease = q->pool == ACQUIRE ? op->lease : NULL;
     }
+    if (q->pool == ACQUIRE) {
+        led_done(lw, q);
+    } else if (q->turn != NULL) {
+        struct turn *t = q->turn;
+        q->turn = NULL;
+        t->pending--;
+        if (q->op == GIVE) /* a HAND that could not hand on: the run ended */
+            lead_next(lw, t);
+        else
+            turn_put(lw, t);
+    }
     if (q->ended) {
         if (q->lease == NULL) {
             free(q);
@@ -356,11 +594,114 @@ static int pumped(struct lw_loop *lw, struct request *q,
         }
         return 0;
     }
-    q->state = DONE;
-    q->qnext = NULL;
-    *lw->done_tail = q;
-    lw->done_tail = &q->qnext;
+    finish(lw, q);
     return 1;
+}
+
+/* A HAND (the pump's thread): q's lease handed on to its turn's first
+ * waiter here, where a round trip may be waited for.  With no fences left
+ * for the run, they are minted first, and their script, run after q's
+ * section ended, is its check; otherwise the lease's renewal in flight is
+ * waited out and the key checked once the lock is handed on.  A lease
+ * that cannot be handed on becomes a GIVE: the batch gives it back
+ * through Redis, and the turn's next request takes the lock from there. */
+static void pump_hand(struct lw_loop *lw, struct request *q)
+{
+    struct turn *t = q->turn;
+    struct request *w;
+    lw_lease *to = NULL;
+    int rc = LW_OK, minted = 0;
+
+    pthread_mutex_lock(&lw->mu);
+    if (t->fences_left == 0 && !t->run_lost) {
+        unsigned run = t->run;
+        uint64_t first;
+        uint32_t n;
+        pthread_mutex_unlock(&lw->mu);
+        rc = lw__lease_fences(q->lease, run, &first, &n);
+        pthread_mutex_lock(&lw->mu);
+        if (rc == LW_OK) {
+            t->next_fence = first;
+            t->fences_left = n;
+            minted = 1;
+        } else if (rc == LW_ELOST) {
+            t->run_lost = 1;
+        }
+    }
+    w = t->head;
+    if (rc != LW_OK || w == NULL || t->run_lost || lw->closing ||
+        t->fences_left == 0 || !lw__lease_may_hand(q->lease, t->run)) {
+        q->op = GIVE;
+        pthread_mutex_unlock(&lw->mu);
+        return;
+    }
+    turn_unlink(t, w);
+    w->state = RUNNING; /* lw_cancel_async() now leaves it to us (ended) */
+    pthread_mutex_unlock(&lw->mu);
+    rc = lw__lease_hand_on(q->lease, t->next_fence, 0, &to);
+    pthread_mutex_lock(&lw->mu);
+    if (rc != LW_OK) {
+        if (w->ended)
+            free(w);
+        else
+            turn_push_front(t, w);
+        q->op = GIVE;
+        pthread_mutex_unlock(&lw->mu);
+        return;
+    }
+    t->next_fence++;
+    t->fences_left--;
+    t->run++;
+    q->op = CHECK;
+    if (!w->ended) {
+        w->lease = to;
+        w->status = LW_OK;
+        finish(lw, w);
+        wake(lw);
+        to = NULL;
+    }
+    pthread_mutex_unlock(&lw->mu);
+    q->checked = minted ? LW_OK : lw__lease_check(q->lease);
+    q->status = lw__lease_handed_back(q->lease, q->checked);
+    q->lease = NULL;
+    if (to != NULL) { /* w was canceled meanwhile: the run ends here */
+        free(w);
+        lw_release(to);
+        pthread_mutex_lock(&lw->mu);
+        lead_next(lw, t);
+        pthread_mutex_unlock(&lw->mu);
+    }
+}
+
+/*
+ * The batch's hand-offs (HAND) and checks (CHECK), in its order, before its
+ * releases through Redis: a run's checks must read the key as its sections
+ * left it, so they go before the run's release (a GIVE, in this batch or a
+ * later one).  One check answers for every CHECK of its turn in the batch:
+ * each of their sections ended before it was sent.  Outside lw->mu.
+ */
+static void hand_over(struct lw_loop *lw, struct request *batch)
+{
+    for (struct request *q = batch; q != NULL; q = q->qnext) {
+        struct request *p = batch;
+        if (q->pool != RELEASE || q->op == GIVE)
+            continue;
+        if (q->op == HAND) {
+            pump_hand(lw, q);
+            continue;
+        }
+        while (p != q &&
+               (p->pool != RELEASE || p->op != CHECK || p->turn != q->turn))
+            p = p->qnext;
+        q->checked = p != q ? p->checked : lw__lease_check(q->lease);
+        q->status = lw__lease_handed_back(q->lease, q->checked);
+        q->lease = NULL;
+        if (q->checked == LW_ELOST) {
+            pthread_mutex_lock(&lw->mu);
+            q->turn->run_lost = 1;
+            pthread_mutex_unlock(&lw->mu);
+        }
+    }
 }
 
 /* The pump's thread: takes every request queued for it at once, does them
@@ -375,12 +716,17 @@ static void *pump(void *arg)
     pthread_mutex_lock(&lw->mu);
     for (;;) {
         struct request *batch = lw->pump.head, *q, *next, *won = NULL;
-        int n = 0, done = 0;
+        int n = 0, m = 0, done = 0;
+        int64_t until = expire_waiters(lw);
         if (batch == NULL) {
+            struct timespec ts = lw__abstime_us(until);
             if (lw->closing)
                 break;
             lw->pump.idle++;
-            pthread_cond_wait(&lw->pump.cv, &lw->mu);
+            if (until == INT64_MAX)
+                pthread_cond_wait(&lw->pump.cv, &lw->mu);
+            else
+                pthread_cond_timedwait(&lw->pump.cv, &lw->mu, &ts);
             lw->pump.idle--;
             continue;
         }
@@ -389,6 +735,7 @@ static void *pump(void *arg)
         for (q = batch; q != NULL; q = q->qnext, n++)
             q->state = RUNNING;
         pthread_mutex_unlock(&lw->mu);
+        hand_over(lw, batch);
         if (n > cap) {
             struct lw_lease_op *p = realloc(ops, (size_t)n * sizeof *ops);
             if (p != NULL) {
@@ -398,24 +745,27 @@ static void *pump(void *arg)
         }
         if (n > cap) { /* out of memory: each the blocking way */
             for (q = batch; q != NULL; q = q->qnext)
-                run(q);
+                if (q->pool == ACQUIRE || q->op == GIVE)
+                    run(q);
         } else {
-            int i = 0;
-            for (q = batch; q != NULL; q = q->qnext, i++)
-                ops[i] =
-                    q->pool == ACQUIRE
-                        ? (struct lw_lease_op){.key = q->keys[0],
-                                               .keylen = q->keylens[0],
-                                               .opts = &q->opts[0]}
-                        : (struct lw_lease_op){.give = 1, .lease = q->lease};
-            lw__lease_batch(ops, n);
+            for (q = batch; q != NULL; q = q->qnext)
+                if (q->pool == ACQUIRE)
+                    ops[m++] = (struct lw_lease_op){.key = q->keys[0],
+                                                    .keylen = q->keylens[0],
+                                                    .opts = &q->opts[0]};
+                else if (q->op == GIVE)
+                    ops[m++] =
+                        (struct lw_lease_op){.give = 1, .lease = q->lease};
+            lw__lease_batch(ops, m);
         }
         pthread_mutex_lock(&lw->mu);
-        for (int i = 0; batch != NULL; batch = next, i++) {
+        for (m = 0; batch != NULL; batch = next) {
             struct lw_lease_op ran = {.status = batch->status,
                                       .lease = batch->lease};
+            int batched =
+                n <= cap && (batch->pool == ACQUIRE || batch->op == GIVE);
             next = batch->qnext;
-            done |= pumped(lw, batch, n > cap ? &ran : &ops[i], &won);
+            done |= pumped(lw, batch, batched ? &ops[m++] : &ran, &won);
         }
         if (done)
             wake(lw); /* once for the whole batch */
@@ -430,9 +780,9 @@ static void *pump(void *arg)
     return NULL;
 }
 
-/* Queue q for the pump, starting its thread on first use.  Under lw->mu.
- * LW_OK, or LW_ESYSTEM when it has no thread (q is not queued). */
-static int pump_submit(struct lw_loop *lw, struct request *q)
+/* Start the pump's thread if it has none: LW_OK, or LW_ESYSTEM.  Under
+ * lw->mu. */
+static int pump_start(struct lw_loop *lw)
 {
     pthread_attr_t a;
     pthread_t t;
@@ -445,9 +795,16 @@ static int pump_submit(struct lw_loop *lw, struct request *q)
             lw->refs++;
         }
         pthread_attr_destroy(&a);
-        if (!lw->pump.started)
-            return LW_ESYSTEM;
     }
+    return lw->pump.started ? LW_OK : LW_ESYSTEM;
+}
+
+/* Queue q for the pump, starting its thread on first use.  Under lw->mu.
+ * LW_OK, or LW_ESYSTEM when it has no thread (q is not queued). */
+static int pump_submit(struct lw_loop *lw, struct request *q)
+{
+    if (pump_start(lw) != LW_OK)
+        return LW_ESYSTEM;
     q->pumped = 1;
     q->state = QUEUED;
     q->qnext = NULL;
@@ -477,6 +834,7 @@ static int key_in_pools(struct lw_loop *lw, const struct request *q)
 lw_loop *lw_loop_new_sized(const lw_loop_hooks *hooks, size_t size)
 {
     struct lw_loop *lw;
+    pthread_condattr_t ca;
 
     if (hooks == NULL)
         return NULL;
@@ -499,7 +857,11 @@ lw_loop *lw_loop_new_sized(const lw_loop_hooks *hooks, size_t size)
         lw->pool[p].tail = &lw->pool[p].head;
         lw->pool[p].max = p == ACQUIRE ? ACQUIRERS_MAX : RELEASERS_MAX;
     }
-    pthread_cond_init(&lw->pump.cv, NULL);
+    pthread_condattr_init(&ca);
+    /* Waiters time out on the monotonic clock, as every deadline here. */
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&lw->pump.cv, &ca);
+    pthread_condattr_destroy(&ca);
     lw->pump.tail = &lw->pump.head;
     lw->done_tail = &lw->done;
     list_init(&lw->pending);
@@ -549,6 +911,21 @@ static struct request *request_new(const void *const *keys,
     return q;
 }
 
+/* start() under lw->mu, q not freed. */
+static int start_locked(struct lw_loop *lw, struct request *q, int pump)
+{
+    int rc;
+
+    if (pump && q->pool == ACQUIRE && key_in_pools(lw, q))
+        pump = 0;
+    rc = lw->closing                           ? LW_EINVAL
+         : pump && pump_submit(lw, q) == LW_OK ? LW_OK
+                                               : submit(lw, q);
+    if (rc == LW_OK)
+        list_add(&lw->pending, q);
+    return rc;
+}
+
 /* Start q on lw (the loop's thread): LW_OK, or why not (q freed).  With
  * pump set (the caller asked the core: lw__lease_batchable() or
  * lw__lease_give_batchable()), the pump does it, unless an acquisition of
@@ -559,16 +936,61 @@ static int start(struct lw_loop *lw, struct request *q, int pump)
     int rc;
 
     pthread_mutex_lock(&lw->mu);
-    if (pump && q->pool == ACQUIRE && key_in_pools(lw, q))
-        pump = 0;
-    rc = lw->closing                           ? LW_EINVAL
-         : pump && pump_submit(lw, q) == LW_OK ? LW_OK
-                                               : submit(lw, q);
-    if (rc == LW_OK)
-        list_add(&lw->pending, q);
+    rc = start_locked(lw, q, pump);
     pthread_mutex_unlock(&lw->mu);
     if (rc != LW_OK)
         free(q);
+    return rc;
+}
+
+/* Wait for q's turn t (led by another request): LW_OK, or LW_ESYSTEM when
+ * the pump, whose clock times waiters out, has no thread.  Under lw->mu. */
+static int wait_turn(struct lw_loop *lw, struct turn *t, struct request *q)
+{
+    int64_t at = q->asked_us + (int64_t)q->opts[0].wait_ms * 1000;
+
+    if (pump_start(lw) != LW_OK)
+        return LW_ESYSTEM;
+    q->turn = t;
+    q->state = QUEUED;
+    q->qnext = NULL;
+    *t->tail = q;
+    t->tail = &q->qnext;
+    q->waiting = 1;
+    if (at < lw->deadline_us) {
+        lw->deadline_us = at;
+        if (lw->pump.idle > 0)
+            pthread_cond_signal(&lw->pump.cv); /* it sleeps until later */
+    }
+    return LW_OK;
+}
+
+/* Start an acquisition q of one key, the pump's (lw__lease_batchable()),
+ * whose lease may be handed on (lw__lease_handable()): in its turn, or
+ * leading a new one.  Under lw->mu. */
+static int start_turn(struct lw_loop *lw, struct request *q)
+{
+    struct turn *t = turn_find(lw, q);
+    int rc;
+
+    if (lw->closing)
+        return LW_EINVAL;
+    if (t != NULL && t->led) {
+        if (wait_turn(lw, t, q) != LW_OK)
+            return start_locked(lw, q, 1); /* as if it had no turn */
+        list_add(&lw->pending, q);
+        return LW_OK;
+    }
+    if (t == NULL && (t = turn_new(lw, q)) == NULL)
+        return start_locked(lw, q, 1);
+    t->led = 1;
+    q->turn = t;
+    rc = start_locked(lw, q, 1);
+    if (rc != LW_OK) {
+        q->turn = NULL;
+        t->led = 0;
+        turn_put(lw, t);
+    }
     return rc;
 }
 
@@ -578,6 +1000,7 @@ static int acquire(struct lw_loop *lw, const void *const *keys,
                    lw_acquired_fn cb, void *ud)
 {
     struct request *q;
+    int pump, rc;
 
     if (lw->fork_gen != lw__fork_gen)
         return LW_EFORKED; /* its workers are the parent's */
@@ -588,8 +1011,16 @@ static int acquire(struct lw_loop *lw, const void *const *keys,
     q->asked_us = lw__now_us();
     q->acquired = cb;
     q->ud = ud;
-    return start(lw, q,
-                 n == 1 && lw__lease_batchable(keys[0], keylens[0], &opts[0]));
+    pump = n == 1 && lw__lease_batchable(keys[0], keylens[0], &opts[0]);
+    if (pump && lw__lease_handable(&opts[0])) {
+        pthread_mutex_lock(&lw->mu);
+        rc = start_turn(lw, q);
+        pthread_mutex_unlock(&lw->mu);
+        if (rc != LW_OK)
+            free(q);
+        return rc;
+    }
+    return start(lw, q, pump);
 }
 
 int lw_acquire_keys_async_sized(lw_loop *lw, const void *const *keys,
@@ -647,10 +1078,79 @@ int lw_acquire_async_sized(lw_loop *lw, const void *key, size_t keylen,
                                        cb, ud);
 }
 
+/*
+ * Release q's lease, the lock of turn t, on the loop's thread: handed on to
+ * t's first waiter right here when the run allows it (lw__lease_may_hand())
+ * and has a fence left, the section checked at the pump afterwards (CHECK);
+ * handed on by the pump (HAND) when that needs a round trip first (no
+ * fence left, or a renewal of the lease in flight); else given back through
+ * Redis, and t's first waiter takes the lock from there.  LW_OK, or why
+ * not (q freed, the lease not given back).
+ */
+static int give_turn(struct lw_loop *lw, struct turn *t, struct request *q)
+{
+    struct request *w;
+    lw_lease *to;
+    int rc = LW_R_BUSY;
+
+    pthread_mutex_lock(&lw->mu);
+    if (lw->closing) {
+        pthread_mutex_unlock(&lw->mu);
+        free(q);
+        return LW_EINVAL;
+    }
+    q->op = GIVE;
+    w = t->head;
+    if (w != NULL && !t->run_lost && lw__lease_may_hand(q->lease, t->run)) {
+        q->op = HAND;
+        if (t->fences_left > 0) {
+            /* w is off the list: the pump's clock cannot time it out
+             * meanwhile, and nothing else of t changes but its checks'
+             * run_lost (lw_cancel_async() runs on this thread). */
+            turn_unlink(t, w);
+            pthread_mutex_unlock(&lw->mu);
+            rc = lw__lease_hand_on(q->lease, t->next_fence, 1, &to);
+            pthread_mutex_lock(&lw->mu);
+            if (rc == LW_OK) {
+                t->next_fence++;
+                t->fences_left--;
+                t->run++;
+                w->lease = to;
+                w->status = LW_OK;
+                finish(lw, w);
+                wake(lw);
+                q->op = CHECK;
+            } else {
+                turn_push_front(t, w);
+                if (rc != LW_R_BUSY)
+                    q->op = GIVE; /* not handed on: give it back */
+            }
+        }
+    }
+    if (q->op != GIVE) {
+        q->turn = t;
+        t->pending++;
+        rc = pump_submit(lw, q); /* t's leases are the pump's: it runs */
+        if (rc == LW_OK)
+            list_add(&lw->pending, q);
+        else
+            t->pending--;
+    } else {
+        rc = start_locked(lw, q, lw__lease_give_batchable(q->lease));
+        if (rc == LW_OK)
+            lead_next(lw, t); /* its try after the release, at the pump */
+    }
+    pthread_mutex_unlock(&lw->mu);
+    if (rc != LW_OK)
+        free(q);
+    return rc;
+}
+
 int lw_release_async(lw_lease *l, lw_released_fn cb, void *ud)
 {
     struct held *h = l != NULL ? lw__lease_owner(l, forget) : NULL;
     struct lw_loop *lw;
+    struct turn *t;
     struct request *q;
     int rc;
 
@@ -667,9 +1167,15 @@ int lw_release_async(lw_lease *l, lw_released_fn cb, void *ud)
     /* The release's now, not the loop's: lw_loop_free() must not give it
      * back a second time while a worker does. */
     lw__lease_set_owner(l, NULL, NULL);
-    forget(h, l);
-    rc = start(lw, q, lw__lease_give_batchable(l));
-    if (rc != LW_OK && keep(lw, l) != LW_OK)
+    t = h->turn;
+    pthread_mutex_lock(&lw->mu);
+    h->prev->next = h->next;
+    h->next->prev = h->prev;
+    pthread_mutex_unlock(&lw->mu);
+    free(h);
+    rc = t != NULL ? give_turn(lw, t, q)
+                   : start(lw, q, lw__lease_give_batchable(l));
+    if (rc != LW_OK && keep(lw, l, NULL) != LW_OK)
         lw_release(l); /* neither the loop's nor a worker's: give it back */
     return rc;
 }
@@ -701,10 +1207,15 @@ void lw_loop_dispatch(lw_loop *lw)
         lw_lease *lease = q->pool == ACQUIRE ? q->lease : NULL;
         int status = q->status;
         next = q->qnext;
-        if (lease != NULL && keep(lw, lease) != LW_OK) {
+        if (lease != NULL && keep(lw, lease, q->turn) != LW_OK) {
             lw_release(lease); /* out of memory: not the caller's */
             lease = NULL;
             status = LW_ENOMEM;
+            if (q->turn != NULL) {
+                pthread_mutex_lock(&lw->mu);
+                lead_next(lw, q->turn);
+                pthread_mutex_unlock(&lw->mu);
+            }
         }
         call(q, status, lease);
         free(q);
@@ -741,7 +1252,13 @@ static void cancel_one(struct lw_loop *lw, struct request *q)
     struct pool *pl = &lw->pool[q->pool];
 
     pthread_mutex_lock(&lw->mu);
-    if (q->state == QUEUED && q->pool == ACQUIRE) {
+    if (q->waiting) {
+        struct turn *t = q->turn;
+        turn_unlink(t, q);
+        turn_put(lw, t);
+        free(q);
+    } else if (q->state == QUEUED && q->pool == ACQUIRE) {
+        struct turn *t = q->turn;
         if (q->pumped) {
             unqueue(&lw->pump.head, &lw->pump.tail, q);
         } else {
@@ -749,17 +1266,28 @@ static void cancel_one(struct lw_loop *lw, struct request *q)
             pl->queued--;
         }
         free(q);
+        if (t != NULL)
+            lead_next(lw, t);
     } else if (q->state == DONE) {
+        struct turn *t = q->pool == ACQUIRE ? q->turn : NULL;
         unqueue(&lw->done, &lw->done_tail, q);
         if (q->pool == ACQUIRE && q->lease != NULL) {
-            q->pool = RELEASE; /* what was won, given back unseen */
+            /* What was won, given back unseen: by the pump when it may,
+             * behind the checks of the run it may be of. */
+            int pump = lw__lease_give_batchable(q->lease);
+            q->pool = RELEASE;
             q->pumped = 0;
             q->ended = 1;
-            if (submit(lw, q) != LW_OK)
+            q->op = GIVE;
+            q->turn = NULL;
+            if (!(pump && pump_submit(lw, q) == LW_OK) &&
+                submit(lw, q) != LW_OK)
                 free(q); /* no thread to give it back: it ends by its TTL */
         } else {
             free(q);
         }
+        if (t != NULL)
+            lead_next(lw, t);
     } else {
         q->ended = 1; /* its worker finishes it and frees it */
     }

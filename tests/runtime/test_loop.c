@@ -12,6 +12,17 @@
  *                 order they were made
  *   bounded       64 requests waiting on 64 busy keys open a bounded
  *                 number of connections
+ *   turns         requests of the loop for one free key: each handed the
+ *                 lock by the release before it, in memory (the key keeps
+ *                 the first one's token throughout), with a fence of its
+ *                 own, rising, every release LW_OK
+ *   turns_lost    the key taken over behind a run handed on in memory:
+ *                 the section it was taken from and the one handed it after
+ *                 release LW_ELOST, never LW_OK; the key is left to its
+ *                 new owner, and the next request waits for it
+ *   turn_waits    a request waiting its turn behind a lease of the loop
+ *                 times out when its own wait runs out, the lease still
+ *                 held; one canceled is never handed the lock
  *   cancel        lw_cancel_async(): the callback runs at once with
  *                 LW_ECANCELED, and the lock it was waiting for is not
  *                 kept when it comes
@@ -534,6 +545,192 @@ static void waits(struct event_base *base, lw_loop *loop)
     CHECK_MSG(first_ms >= WAIT_MS - 20, "a wait ended after %lld ms",
               (long long)first_ms);
     holder_done();
+}
+
+/* turns, turns_lost, turn_waits ------------------------------------------ */
+
+#define TURN_N 6
+
+static void store_status(int status, void *ud)
+{
+    *(int *)ud = status;
+}
+
+static int statuses_in(void *arg)
+{
+    const int *st = arg;
+
+    for (int i = 0; i < TURN_N; i++)
+        if (st[i] == 1)
+            return 0;
+    return 1;
+}
+
+static int status_in(void *arg)
+{
+    return *(int *)arg != 1;
+}
+
+/* The value of lock:key (the holder's token), in buf. */
+static void lock_value(const char *key, char *buf, size_t size)
+{
+    redisReply *r = rh_cmd(&srv, "GET lock:%s", key);
+
+    CHECK(r != NULL && r->type == REDIS_REPLY_STRING && r->len < size);
+    memcpy(buf, r->str, r->len);
+    buf[r->len] = '\0';
+    freeReplyObject(r);
+}
+
+static void turns(struct event_base *base, lw_loop *loop)
+{
+    lw_lock_opts o = lock_opts(10000, 30000, -1);
+    struct req r[TURN_N] = {{0}};
+    int st[TURN_N];
+    char first[128], now[128];
+    lw_stats before, after;
+
+    lw_stats_get(&before);
+    served = 0;
+    for (int i = 0; i < TURN_N; i++) {
+        st[i] = 1;
+        CHECK_RC(lw_acquire_async(loop, "turn", 4, &o, on_acquired, &r[i]),
+                 LW_OK);
+    }
+    for (int i = 0; i < TURN_N; i++) {
+        CHECK_EQ(run_until(base, req_done, &r[i], 30000), 0);
+        CHECK_RC(r[i].status, LW_OK);
+        CHECK_EQ(r[i].order, i + 1);
+        lock_value("turn", i == 0 ? first : now, sizeof first);
+        if (i > 0) {
+            CHECK_MSG(r[i].fence > r[i - 1].fence, "fence %llu after %llu",
+                      (unsigned long long)r[i].fence,
+                      (unsigned long long)r[i - 1].fence);
+            CHECK_MSG(strcmp(now, first) == 0,
+                      "section %d: the key holds another token", i);
+        }
+        CHECK_RC(lw_release_async(r[i].lease, store_status, &st[i]), LW_OK);
+    }
+    CHECK_EQ(run_until(base, statuses_in, st, 30000), 0);
+    for (int i = 0; i < TURN_N; i++)
+        CHECK_RC(st[i], LW_OK);
+    CHECK_EQ(lock_exists(&srv, "turn"), 0);
+    lw_stats_get(&after);
+    CHECK_EQ(after.handed_locally - before.handed_locally, TURN_N - 1);
+    printf("turns: %d requests for one key served from one take, handed on "
+           "in memory\n",
+           TURN_N);
+}
+
+static atomic_int turn_lost_calls;
+
+static void count_lost(const char *key, size_t keylen, int reason, void *ud)
+{
+    (void)key;
+    (void)keylen;
+    (void)reason;
+    (void)ud;
+    turn_lost_calls++;
+}
+
+static void turns_lost(struct event_base *base, lw_loop *loop)
+{
+    lw_lock_opts o = lock_opts(10000, 30000, -1);
+    struct req r[4] = {{0}};
+    int st[4] = {1, 1, 1, 1};
+    char v[128];
+
+    lw_set_lost_handler(count_lost, NULL);
+    for (int i = 0; i < 4; i++)
+        CHECK_RC(lw_acquire_async(loop, "tlost", 5, &o, on_acquired, &r[i]),
+                 LW_OK);
+    CHECK_EQ(run_until(base, req_done, &r[0], 30000), 0);
+    CHECK_RC(r[0].status, LW_OK);
+    CHECK_RC(lw_release_async(r[0].lease, store_status, &st[0]), LW_OK);
+    CHECK_EQ(run_until(base, req_done, &r[1], 30000), 0);
+    CHECK_RC(r[1].status, LW_OK);
+    /* Inside r[1]'s section, someone else gets the key (a forced unlock
+     * and a new owner, or an eviction and a new owner). */
+    freeReplyObject(rh_cmd(&srv, "SET lock:tlost intruder"));
+    CHECK_RC(lw_release_async(r[1].lease, store_status, &st[1]), LW_OK);
+    /* The run had fences left: r[2] is handed the lock in memory before
+     * any check can tell, its fence above r[1]'s ... */
+    CHECK_EQ(run_until(base, req_done, &r[2], 30000), 0);
+    CHECK_RC(r[2].status, LW_OK);
+    CHECK(r[2].fence > r[1].fence);
+    /* ... and neither section may say it held the lock to its end. */
+    CHECK_EQ(run_until(base, status_in, &st[1], 30000), 0);
+    CHECK_RC(st[0], LW_OK);
+    CHECK_RC(st[1], LW_ELOST);
+    CHECK_RC(lw_release_async(r[2].lease, store_status, &st[2]), LW_OK);
+    CHECK_EQ(run_until(base, status_in, &st[2], 30000), 0);
+    CHECK_RC(st[2], LW_ELOST);
+    CHECK_MSG(turn_lost_calls >= 2, "lost handler called %d times",
+              (int)turn_lost_calls);
+    /* Nothing of ours removed the new owner's key; r[3] waits for it. */
+    sleep_ms(200);
+    lock_value("tlost", v, sizeof v);
+    CHECK_MSG(strcmp(v, "intruder") == 0, "the key holds %s", v);
+    CHECK_EQ(r[3].done, 0);
+    CHECK_EQ(rh_cmd_int(&srv, "DEL lock:tlost"), 1);
+    CHECK_EQ(run_until(base, req_done, &r[3], 30000), 0);
+    CHECK_RC(r[3].status, LW_OK);
+    CHECK(r[3].fence > r[2].fence);
+    CHECK_RC(lw_release_async(r[3].lease, store_status, &st[3]), LW_OK);
+    CHECK_EQ(run_until(base, status_in, &st[3], 30000), 0);
+    CHECK_RC(st[3], LW_OK);
+    lw_set_lost_handler(NULL, NULL);
+    printf("turns_lost: a run taken over behind its back: LW_ELOST for the "
+           "sections it spanned, the new owner's key left alone\n");
+}
+
+static void turn_waits(struct event_base *base, lw_loop *loop)
+{
+    enum { WAIT_MS = 300 };
+    lw_lock_opts o = lock_opts(10000, 30000, -1),
+                 brief = lock_opts(10000, WAIT_MS, -1),
+                 once = lock_opts(10000, 0, -1);
+    struct req held = {0}, timed = {0}, tried = {0}, dropped = {0}, next = {0};
+    int64_t asked_ms;
+
+    CHECK_RC(lw_acquire_async(loop, "twait", 5, &o, on_acquired, &held), LW_OK);
+    CHECK_EQ(run_until(base, req_done, &held, 30000), 0);
+    CHECK_RC(held.status, LW_OK);
+    asked_ms = now_ms();
+    CHECK_RC(lw_acquire_async(loop, "twait", 5, &brief, on_acquired, &timed),
+             LW_OK);
+    CHECK_RC(lw_acquire_async(loop, "twait", 5, &once, on_acquired, &tried),
+             LW_OK);
+    CHECK_RC(lw_acquire_async(loop, "twait", 5, &o, on_acquired, &dropped),
+             LW_OK);
+    CHECK_RC(lw_acquire_async(loop, "twait", 5, &o, on_acquired, &next), LW_OK);
+    /* Each wait runs out while the loop's own lease still holds the key. */
+    CHECK_EQ(run_until(base, req_done, &tried, 10000), 0);
+    CHECK_RC(tried.status, LW_ETIMEOUT);
+    CHECK_EQ(run_until(base, req_done, &timed, 10000), 0);
+    CHECK_RC(timed.status, LW_ETIMEOUT);
+    CHECK_MSG(timed.done_ms - asked_ms >= WAIT_MS - 20,
+              "a %d ms wait ended after %lld ms", WAIT_MS,
+              (long long)(timed.done_ms - asked_ms));
+    CHECK_EQ(lw_lease_held(held.lease), 1);
+    CHECK_EQ(lw_cancel_async(loop, &dropped), 1);
+    CHECK_RC(dropped.status, LW_ECANCELED);
+    /* The release hands the lock to the one left waiting, not to those
+     * that gave up. */
+    released_status = 1;
+    CHECK_RC(lw_release_async(held.lease, on_released, NULL), LW_OK);
+    CHECK_EQ(run_until(base, req_done, &next, 30000), 0);
+    CHECK_RC(next.status, LW_OK);
+    CHECK(dropped.lease == NULL && timed.lease == NULL);
+    CHECK_EQ(run_until(base, released, NULL, 30000), 0);
+    CHECK_RC(released_status, LW_OK);
+    released_status = 1;
+    CHECK_RC(lw_release_async(next.lease, on_released, NULL), LW_OK);
+    CHECK_EQ(run_until(base, released, NULL, 30000), 0);
+    CHECK_RC(released_status, LW_OK);
+    CHECK_EQ(lock_exists(&srv, "twait"), 0);
+    printf("turn_waits: waits behind the loop's own lease ran out in time; "
+           "a canceled one was passed over\n");
 }
 
 /* cancel, freed, other_thread ------------------------------------------- */
@@ -1336,6 +1533,9 @@ int main(void)
     fifo(base, loop);
     bounded(base, loop);
     waits(base, loop);
+    turns(base, loop);
+    turns_lost(base, loop);
+    turn_waits(base, loop);
     cancel(base, loop);
     other_thread(base, loop);
     errors(base, loop);
