@@ -150,10 +150,26 @@ struct pool {
  * on its own connection (see the top of this file). */
 struct pump {
     struct request *head, **tail; /* waiting for its next batch */
+    int others;                   /* how many of them are not CHECKs */
     pthread_cond_t cv;            /* it waits here when idle */
     int started;                  /* its thread was started */
     int idle;
 };
+
+/* How long a CHECK may wait at the pump for others to go with it.  One
+ * check answers for every section of its turn that ended before it was
+ * sent, and a turn's sections follow each other faster than a check's
+ * round trip and wake-ups: sent one by one, the checks would cost Redis a
+ * command and the loop's threads a wake-up each.  Waiting delays only the
+ * verdicts of sections that handed the lock on, never a section, and
+ * anything else queued (a run's release, which the checks go before)
+ * takes them at once. */
+#define CHECK_DELAY_US 1000
+
+static int is_check(const struct request *q)
+{
+    return q->pool == RELEASE && q->op == CHECK;
+}
 
 struct lw_loop {
     lw_loop_hooks hooks;
@@ -718,9 +734,16 @@ static void *pump(void *arg)
         struct request *batch = lw->pump.head, *q, *next, *won = NULL;
         int n = 0, m = 0, done = 0;
         int64_t until = expire_waiters(lw);
+        /* Only CHECKs queued: they wait a little for company. */
+        if (batch != NULL && lw->pump.others == 0 && !lw->closing &&
+            batch->asked_us + CHECK_DELAY_US > lw__now_us()) {
+            if (batch->asked_us + CHECK_DELAY_US < until)
+                until = batch->asked_us + CHECK_DELAY_US;
+            batch = NULL;
+        }
         if (batch == NULL) {
             struct timespec ts = lw__abstime_us(until);
-            if (lw->closing)
+            if (lw->closing && lw->pump.head == NULL)
                 break;
             lw->pump.idle++;
             if (until == INT64_MAX)
@@ -732,6 +755,7 @@ static void *pump(void *arg)
         }
         lw->pump.head = NULL;
         lw->pump.tail = &lw->pump.head;
+        lw->pump.others = 0;
         for (q = batch; q != NULL; q = q->qnext, n++)
             q->state = RUNNING;
         pthread_mutex_unlock(&lw->mu);
@@ -810,7 +834,11 @@ static int pump_submit(struct lw_loop *lw, struct request *q)
     q->qnext = NULL;
     *lw->pump.tail = q;
     lw->pump.tail = &q->qnext;
-    if (lw->pump.idle > 0)
+    if (!is_check(q))
+        lw->pump.others++;
+    /* A CHECK behind another has nothing to tell a pump that sleeps: it
+     * sleeps until the first one is due. */
+    if (lw->pump.idle > 0 && (!is_check(q) || lw->pump.head == q))
         pthread_cond_signal(&lw->pump.cv);
     return LW_OK;
 }
@@ -1129,6 +1157,7 @@ static int give_turn(struct lw_loop *lw, struct turn *t, struct request *q)
     }
     if (q->op != GIVE) {
         q->turn = t;
+        q->asked_us = lw__now_us(); /* a CHECK waits from now */
         t->pending++;
         rc = pump_submit(lw, q); /* t's leases are the pump's: it runs */
         if (rc == LW_OK)
@@ -1261,6 +1290,7 @@ static void cancel_one(struct lw_loop *lw, struct request *q)
         struct turn *t = q->turn;
         if (q->pumped) {
             unqueue(&lw->pump.head, &lw->pump.tail, q);
+            lw->pump.others--;
         } else {
             unqueue(&pl->head, &pl->tail, q);
             pl->queued--;
