@@ -24,43 +24,62 @@
  * whose fence is minted only once the key has left our token.  A replayed
  * script leaves a gap only.
  */
-int lw__queue_fences(struct lw_hold *l, uint32_t n, uint64_t *first)
+int lw__queue_fences_request(struct lw_fences *f, const struct lw_hold *l,
+                             uint32_t n)
 {
-    struct lw_names names;
-    struct lw_target to;
-    char num[LW_FMT_U64_MAX];
-    redisReply *r;
-    int replayed, rc;
-
-    rc = lw__target_for(&to, l->cfg, l->key, l->keylen);
-    if (rc != LW_OK)
-        return rc;
-    if (lw__names_init(&names, l->key, l->keylen, l->prefix_len,
+    if (lw__names_init(&f->names, l->key, l->keylen, l->prefix_len,
                        l->cfg->ep.topology == LW_TOPO_CLUSTER) != LW_OK)
         return LW_ENOMEM;
-    const char *argv[] = {l->key, names.fence, l->token, num};
-    size_t lens[] = {l->keylen, names.fencelen, (size_t)l->toklen,
-                     lw__fmt_dec(num, n)};
-    rc = lw__send(&to,
-                  &(struct lw_request){.script = &lw__script_handfences,
-                                       .nkeys = 2,
-                                       .nargs = 2,
-                                       .argv = argv,
-                                       .lens = lens},
-                  0, &r, &replayed);
-    lw__names_free(&names);
+    f->n = n;
+    f->argv[0] = l->key;
+    f->argv[1] = f->names.fence;
+    f->argv[2] = l->token;
+    f->argv[3] = f->num;
+    f->lens[0] = l->keylen;
+    f->lens[1] = f->names.fencelen;
+    f->lens[2] = (size_t)l->toklen;
+    f->lens[3] = lw__fmt_dec(f->num, n);
+    f->q = (struct lw_request){.script = &lw__script_handfences,
+                               .nkeys = 2,
+                               .nargs = 2,
+                               .argv = f->argv,
+                               .lens = f->lens};
+    return LW_OK;
+}
+
+int lw__queue_fences_reply(struct lw_fences *f, int rc, redisReply *r,
+                           uint64_t *first)
+{
+    lw__names_free(&f->names);
     if (rc != LW_OK)
         return rc;
     rc = LW_EREDIS;
     if (r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
         rc = LW_ELOST;
     } else if (r->type == REDIS_REPLY_INTEGER &&
-               r->integer >= LW_FENCE_FLOOR + (long long)n) {
-        *first = (uint64_t)r->integer - n + 1;
+               r->integer >= LW_FENCE_FLOOR + (long long)f->n) {
+        *first = (uint64_t)r->integer - f->n + 1;
         rc = LW_OK;
     }
     freeReplyObject(r);
     return rc;
+}
+
+int lw__queue_fences(struct lw_hold *l, uint32_t n, uint64_t *first)
+{
+    struct lw_fences f;
+    struct lw_target to;
+    redisReply *r = NULL;
+    int replayed, rc;
+
+    rc = lw__target_for(&to, l->cfg, l->key, l->keylen);
+    if (rc != LW_OK)
+        return rc;
+    rc = lw__queue_fences_request(&f, l, n);
+    if (rc != LW_OK)
+        return rc;
+    rc = lw__send(&to, &f.q, 0, &r, &replayed);
+    return lw__queue_fences_reply(&f, rc, r, first);
 }
 
 /* Does the key still hold l's token?  A plain GET, or in a slot being

@@ -267,6 +267,7 @@ static int batch_op(struct lw_lease_op *op, struct lw_take_op *t)
 {
     const struct lw_settings *s;
     struct lw_lease *l = op->lease;
+    uint32_t run_fences;
     int rc;
 
     if (op->give) {
@@ -282,9 +283,12 @@ static int batch_op(struct lw_lease_op *op, struct lw_take_op *t)
         return 1;
     }
     op->lease = NULL;
+    op->fences = 0;
     lw__gate_pass(); /* as lw__lease_take() */
     s = lw__settings();
     rc = s->error;
+    run_fences = (uint32_t)s->local_handoffs; /* lw__lease_fences()'s n at
+                                                 the run's first section */
     if (rc == LW_OK) {
         l = lease_new(&op->key, &op->keylen, op->opts, 1, s->prefix,
                       s->prefix_len);
@@ -302,7 +306,8 @@ static int batch_op(struct lw_lease_op *op, struct lw_take_op *t)
                              .keylen = l->k[0].keylen,
                              .prefix_len = l->k[0].prefix_len,
                              .opts = &l->k[0].opts,
-                             .fence = &l->k[0].fence};
+                             .fence = &l->k[0].fence,
+                             .fences = op->run_fences ? run_fences : 0};
     return 1;
 }
 
@@ -332,6 +337,10 @@ void lw__lease_batch(struct lw_lease_op *ops, int n)
             ops[i].lease = NULL;
         } else if (t[k].rc == LW_OK) {
             took(&l->k[0]);
+            if (t[k].fences > 0 && t[k].fences_rc == LW_OK) {
+                ops[i].fences = t[k].fences;
+                ops[i].first_fence = t[k].first;
+            }
         } else {
             free(l);
             ops[i].lease = NULL;

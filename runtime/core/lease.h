@@ -50,6 +50,12 @@ struct lw_lease_op {
     int status;      /* take: LW_OK (lease), LW_R_BUSY (held by another:
                         take it with lw__lease_take()), or why not; give:
                         what lw_release() would return */
+    int run_fences;  /* take: also mint the fences of a run handed on in
+                        memory (lw__lease_fences()'s, for its first
+                        section), with the take */
+    uint32_t fences; /* ... how many were, 0 if none; first_fence the
+                        lowest */
+    uint64_t first_fence;
 };
 
 /* Do ops[0..n), each status set. */

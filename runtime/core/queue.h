@@ -5,6 +5,7 @@
 #include <lockweave.h>
 #include <stdint.h>
 
+#include "base/numfmt.h"
 #include "core/hold.h"
 #include "core/keynames.h"
 #include "net/conn.h"
@@ -78,6 +79,33 @@ int lw__queue_try_request(struct lw_try *t, struct lw_hold *l);
  * lw__queue_acquire() does. */
 int lw__queue_try_reply(struct lw_try *t, int rc, redisReply *r,
                         int64_t sent_us, uint64_t *fence);
+
+/*
+ * A run's fences as a request of its own (lw__queue_fences()'s script for
+ * l's token), for core/take.c's batch to send right behind the free try
+ * that takes the lock: a run an event loop hands on in memory then has
+ * its fences with its take, not a round trip later.  Minted only if the
+ * key holds l's token when the script runs, so only if the try took it.
+ * f holds what its request points to: it must not move between the calls.
+ */
+struct lw_fences {
+    struct lw_names names;
+    char num[LW_FMT_U64_MAX];
+    const char *argv[4];
+    size_t lens[4];
+    uint32_t n;
+    struct lw_request q; /* what to send */
+};
+
+/* n fences for l (its token set: after lw__queue_try_request()): LW_OK
+ * with the request in f->q, else nothing to send (and nothing to end). */
+int lw__queue_fences_request(struct lw_fences *f, const struct lw_hold *l,
+                             uint32_t n);
+
+/* What the fences' round trip gave, rc and r (freed here): LW_OK with
+ * *first the lowest of f->n, LW_ELOST (the key was not l's), or why not. */
+int lw__queue_fences_reply(struct lw_fences *f, int rc, redisReply *r,
+                           uint64_t *first);
 
 /* Leave no receipt: the release is not the holder's, whose own release
  * must then find its lock lost, not released by itself. */

@@ -141,7 +141,9 @@ struct work {
         struct lw_try t;
         struct lw_give g;
     } u;
-    int sent; /* in the pipeline */
+    struct lw_fences f; /* a take's fences, right behind its try */
+    int sent;           /* in the pipeline */
+    int fenced;         /* f too */
 };
 
 /* Build op's request into w (in the gate, entered here): 1 when it is to
@@ -201,12 +203,14 @@ static void alone(struct lw_take_op *ops, int n, int rc)
 void lw__take_batch(struct lw_take_op *ops, int n)
 {
     struct work *w = calloc((size_t)n, sizeof *w);
-    const struct lw_request **q = malloc((size_t)n * sizeof *q);
-    redisReply **out = malloc((size_t)n * sizeof *out);
-    int *rcs = malloc((size_t)n * sizeof *rcs), m = 0, replayed, rc = LW_OK;
+    const struct lw_request **q = malloc(2 * (size_t)n * sizeof *q);
+    redisReply **out = malloc(2 * (size_t)n * sizeof *out);
+    int *rcs = malloc(2 * (size_t)n * sizeof *rcs), m = 0, replayed, rc = LW_OK;
     const struct lw_settings *cfg = NULL;
     struct lw_target to = {0};
 
+    for (int i = 0; i < n; i++)
+        ops[i].fences_rc = LW_R_BUSY; /* none minted, unless said below */
     if (w == NULL || q == NULL || out == NULL || rcs == NULL) {
         alone(ops, n, LW_ENOMEM);
         goto out;
@@ -215,6 +219,11 @@ void lw__take_batch(struct lw_take_op *ops, int n)
         if ((w[i].sent = prepare(&ops[i], &w[i])) != 0) {
             q[m++] = ops[i].give ? &w[i].u.g.q : &w[i].u.t.q;
             cfg = ops[i].h->cfg;
+            w[i].fenced = !ops[i].give && ops[i].fences > 0 &&
+                          lw__queue_fences_request(&w[i].f, ops[i].h,
+                                                   ops[i].fences) == LW_OK;
+            if (w[i].fenced)
+                q[m++] = &w[i].f.q;
         }
     /* One server: this thread's own connection, whichever op's settings
      * (each is that server's, lw__take_batchable() said). */
@@ -222,20 +231,26 @@ void lw__take_batch(struct lw_take_op *ops, int n)
         rc = lw__target_for(&to, cfg, NULL, 0);
     if (m > 0 && rc == LW_OK)
         lw__send_many(&to, q, m, out, rcs, &replayed);
+    if (rc != LW_OK) /* no connection */
+        for (int k = 0; k < m; k++) {
+            out[k] = NULL;
+            rcs[k] = rc;
+        }
     for (int i = 0, k = 0; i < n; i++) {
         struct lw_take_op *op = &ops[i];
         if (!w[i].sent)
             continue;
-        if (rc != LW_OK) { /* no connection */
-            out[k] = NULL;
-            rcs[k] = rc;
-        }
         if (op->give)
             op->rc = lw__queue_give_reply(&w[i].u.g, rcs[k], out[k]);
         else
             op->rc = taken(op->h, lw__queue_try_reply(&w[i].u.t, rcs[k], out[k],
                                                       to.sent_us, op->fence));
         k++;
+        if (w[i].fenced) {
+            op->fences_rc =
+                lw__queue_fences_reply(&w[i].f, rcs[k], out[k], &op->first);
+            k++;
+        }
         lw__gate_exit();
     }
 out:

@@ -63,8 +63,14 @@ struct lw_take_op {
     size_t keylen, prefix_len;
     const lw_lock_opts *opts;
     uint64_t *fence;
-    int rc; /* take: LW_OK (held), LW_R_BUSY (not held: take it with
-               lw__take()), or why not; give: as lw__give_back() */
+    uint32_t fences; /* take: that many more fences, for sections the
+                        lock will be handed on to in memory, minted with
+                        the take (0: none) */
+    int rc;          /* take: LW_OK (held), LW_R_BUSY (not held: take it with
+                        lw__take()), or why not; give: as lw__give_back() */
+    int fences_rc;   /* take, fences asked for: LW_OK when minted (the
+                        lowest in first), else not */
+    uint64_t first;
 };
 
 /* May the key (the full Redis key) be taken by lw__take_batch() under cfg

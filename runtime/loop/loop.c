@@ -105,6 +105,8 @@ struct request {
                            RELEASE: the turn its section was of (HAND,
                            CHECK, or a HAND that became a GIVE) */
     int waiting;        /* on its turn's list */
+    int run_fences;     /* leads a turn others wait in: its take mints the
+                           run's fences too */
     int op;             /* RELEASE at the pump: GIVE, HAND or CHECK */
     int checked;        /* CHECK, HAND: what Redis said of the key */
     int n;              /* keys; then, in the request's own allocation: */
@@ -344,6 +346,7 @@ static void lead_next(struct lw_loop *lw, struct turn *t)
     t->led = 0;
     while ((w = t->head) != NULL) {
         turn_unlink(t, w);
+        w->run_fences = t->head != NULL;
         if (pump_submit(lw, w) == LW_OK || submit(lw, w) == LW_OK) {
             t->led = 1;
             return;
@@ -592,6 +595,10 @@ static int pumped(struct lw_loop *lw, struct request *q,
     }
     if (q->pool == ACQUIRE) {
         led_done(lw, q);
+        if (q->turn != NULL && op->fences > 0) { /* minted with the take */
+            q->turn->next_fence = op->first_fence;
+            q->turn->fences_left = op->fences;
+        }
     } else if (q->turn != NULL) {
         struct turn *t = q->turn;
         q->turn = NULL;
@@ -774,9 +781,11 @@ static void *pump(void *arg)
         } else {
             for (q = batch; q != NULL; q = q->qnext)
                 if (q->pool == ACQUIRE)
-                    ops[m++] = (struct lw_lease_op){.key = q->keys[0],
-                                                    .keylen = q->keylens[0],
-                                                    .opts = &q->opts[0]};
+                    ops[m++] =
+                        (struct lw_lease_op){.key = q->keys[0],
+                                             .keylen = q->keylens[0],
+                                             .opts = &q->opts[0],
+                                             .run_fences = q->run_fences};
                 else if (q->op == GIVE)
                     ops[m++] =
                         (struct lw_lease_op){.give = 1, .lease = q->lease};

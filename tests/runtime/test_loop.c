@@ -14,8 +14,9 @@
  *                 number of connections
  *   turns         requests of the loop for one free key: each handed the
  *                 lock by the release before it, in memory (the key keeps
- *                 the first one's token throughout), with a fence of its
- *                 own, rising, every release LW_OK
+ *                 the run's token), local_handoffs times in a row, then
+ *                 taken from Redis again; a fence each, rising, every
+ *                 release LW_OK
  *   turns_lost    the key taken over behind a run handed on in memory:
  *                 the section it was taken from and the one handed it after
  *                 release LW_ELOST, never LW_OK; the key is left to its
@@ -549,7 +550,7 @@ static void waits(struct event_base *base, lw_loop *loop)
 
 /* turns, turns_lost, turn_waits ------------------------------------------ */
 
-#define TURN_N 6
+#define TURN_N 20 /* two runs: LOCKWEAVE_LOCAL_HANDOFFS (15) + 1, then 4 */
 
 static void store_status(int status, void *ud)
 {
@@ -584,6 +585,8 @@ static void lock_value(const char *key, char *buf, size_t size)
 
 static void turns(struct event_base *base, lw_loop *loop)
 {
+    const char *env = getenv("LOCKWEAVE_LOCAL_HANDOFFS");
+    int run = (env != NULL ? atoi(env) : 15) + 1; /* sections per take */
     lw_lock_opts o = lock_opts(10000, 30000, -1);
     struct req r[TURN_N] = {{0}};
     int st[TURN_N];
@@ -601,14 +604,20 @@ static void turns(struct event_base *base, lw_loop *loop)
         CHECK_EQ(run_until(base, req_done, &r[i], 30000), 0);
         CHECK_RC(r[i].status, LW_OK);
         CHECK_EQ(r[i].order, i + 1);
-        lock_value("turn", i == 0 ? first : now, sizeof first);
-        if (i > 0) {
+        /* A run's sections share its take's token; the next run, taken
+         * from Redis again by the request waiting first (its take minting
+         * the run's fences with it), has another. */
+        lock_value("turn", i % run == 0 ? first : now, sizeof first);
+        if (i > 0)
             CHECK_MSG(r[i].fence > r[i - 1].fence, "fence %llu after %llu",
                       (unsigned long long)r[i].fence,
                       (unsigned long long)r[i - 1].fence);
+        if (i == run) /* first holds the first run's token still */
+            CHECK_MSG(strcmp(now, first) != 0,
+                      "section %d: the key holds the first run's token", i);
+        if (i % run != 0)
             CHECK_MSG(strcmp(now, first) == 0,
                       "section %d: the key holds another token", i);
-        }
         CHECK_RC(lw_release_async(r[i].lease, store_status, &st[i]), LW_OK);
     }
     CHECK_EQ(run_until(base, statuses_in, st, 30000), 0);
@@ -616,10 +625,11 @@ static void turns(struct event_base *base, lw_loop *loop)
         CHECK_RC(st[i], LW_OK);
     CHECK_EQ(lock_exists(&srv, "turn"), 0);
     lw_stats_get(&after);
-    CHECK_EQ(after.handed_locally - before.handed_locally, TURN_N - 1);
-    printf("turns: %d requests for one key served from one take, handed on "
+    CHECK_EQ(after.handed_locally - before.handed_locally,
+             TURN_N - (TURN_N + run - 1) / run);
+    printf("turns: %d requests for one key served from %d takes, handed on "
            "in memory\n",
-           TURN_N);
+           TURN_N, (TURN_N + run - 1) / run);
 }
 
 static atomic_int turn_lost_calls;
