@@ -25,22 +25,7 @@
  * in memory, cohort.c).
  *
  * Requests of the loop for one key, with the same options, are served in
- * turn, in the order they came (struct turn): the first takes the lock
- * from Redis, the others wait here, in memory, and a release hands the
- * lease on to the next without a round trip, as threads of a process hand
- * a lock on (cohort.c), under the same rules: at most local_handoffs times
- * in a row, then through Redis, whose queue serves other processes first;
- * only with three quarters of the lease left; each handed section with a
- * fence of its own, minted in one round trip for the rest of the run
- * while the key still holds the run's token; and each section's verdict
- * from a check in Redis sent after it ended (the pump's, CHECK: a token
- * gone from the key never comes back, so one that finds it there says the
- * key held it throughout every section that ended before), checks before
- * the run's release through Redis, which goes through the pump too.  The
- * hand-off itself runs on the loop's thread, in lw_release_async(), when
- * the run has fences left and no renewal of the lease is in flight;
- * otherwise the pump does it (HAND), where a round trip may be waited
- * for.  A request waiting its turn times out on the pump's clock.
+ * turn, handed the lease in memory (turn.c).
  *
  * Everything else goes to the pools, each grown on demand up to its bound,
  * whose workers make the blocking calls (lw_acquire_keys(), lw_release()):
@@ -74,89 +59,10 @@
 #include "core/guard.h"
 #include "core/lease.h"
 #include "core/take.h"
+#include "loop/loop.h"
 
 #define ACQUIRERS_MAX 16 /* workers waiting for locks, at most */
 #define RELEASERS_MAX 2  /* workers giving them back */
-
-enum { ACQUIRE, RELEASE, NPOOLS };
-enum { QUEUED, RUNNING, DONE };
-/* What a release does at the pump: give its lease back through Redis,
- * hand it on to its turn's next request (a round trip first), or, handed
- * on already, have its section checked. */
-enum { GIVE, HAND, CHECK };
-
-struct request {
-    struct request *prev, *next; /* in the loop's pending list */
-    struct request *qnext;       /* in a pool's queue, the pump's, or the
-                                    done list */
-    int pool;                    /* ACQUIRE or RELEASE: what it does */
-    int pumped; /* the pump's (queued for it or in its batch), not a
-                   pool's */
-    int state;
-    int ended; /* its callback ran (canceled): only the worker is left */
-    void *ud;
-    lw_acquired_fn acquired;
-    lw_released_fn released;
-    lw_lease *lease; /* RELEASE: to give back; ACQUIRE: what was won */
-    int status;
-    int64_t asked_us;   /* ACQUIRE: when the loop asked (lw__now_us()) */
-    struct turn *turn;  /* ACQUIRE: the turn it waits in or leads (taking
-                           the lock, or holding it until released);
-                           RELEASE: the turn its section was of (HAND,
-                           CHECK, or a HAND that became a GIVE) */
-    int waiting;        /* on its turn's list */
-    int run_fences;     /* leads a turn others wait in: its take mints the
-                           run's fences too */
-    int op;             /* RELEASE at the pump: GIVE, HAND or CHECK */
-    int checked;        /* CHECK, HAND: what Redis said of the key */
-    int n;              /* keys; then, in the request's own allocation: */
-    lw_lock_opts *opts; /* each key's options */
-    const void **keys;
-    size_t *keylens;
-};
-
-/* A lease the loop handed out and that has not been released since. */
-struct held {
-    struct held *prev, *next;
-    struct lw_loop *loop;
-    lw_lease *lease;
-    struct turn *turn; /* the turn it holds the lock for, if any */
-};
-
-/* A turn: the loop's requests for one key, with the same options (all but
- * the wait), served one after the other from one take of the lock from
- * Redis (see the top of this file).  Under lw->mu. */
-struct turn {
-    struct turn *next;            /* in lw->turns */
-    struct request *head, **tail; /* waiting, oldest first (qnext) */
-    int led;              /* one of its requests takes the lock, holds it, or
-                             is handed it */
-    int pending;          /* its releases at the pump (HAND, CHECK) */
-    unsigned run;         /* sections the lock's take from Redis has served */
-    int run_lost;         /* a check found the run's token gone from the key */
-    uint32_t fences_left; /* minted for the run, not handed out yet */
-    uint64_t next_fence;  /* the lowest of them */
-    lw_lock_opts opts;
-    size_t keylen;
-    char key[];
-};
-
-struct pool {
-    struct request *head, **tail; /* waiting for a worker, oldest first */
-    int queued;                   /* how many */
-    pthread_cond_t cv;            /* its idle workers wait here */
-    int workers, idle, max;
-};
-
-/* The pump: one thread that does the loop's simple requests many at once,
- * on its own connection (see the top of this file). */
-struct pump {
-    struct request *head, **tail; /* waiting for its next batch */
-    int others;                   /* how many of them are not CHECKs */
-    pthread_cond_t cv;            /* it waits here when idle */
-    int started;                  /* its thread was started */
-    int idle;
-};
 
 /* How long a CHECK may wait at the pump for others to go with it.  One
  * check answers for every section of its turn that ended before it was
@@ -171,44 +77,6 @@ struct pump {
 static int is_check(const struct request *q)
 {
     return q->pool == RELEASE && q->op == CHECK;
-}
-
-struct lw_loop {
-    lw_loop_hooks hooks;
-    void *handle;      /* hooks.watch()'s */
-    int fd;            /* eventfd: requests are done */
-    unsigned fork_gen; /* the process it was made in */
-    pthread_mutex_t mu;
-    struct pool pool[NPOOLS];
-    struct pump pump;
-    struct request *done, **done_tail; /* for the loop's thread */
-    struct request pending;            /* list head: every request whose
-                                          callback has not run */
-    struct held held;                  /* list head */
-    struct turn *turns;
-    int64_t deadline_us; /* no waiter of a turn times out before then */
-    int refs;    /* the loop's thread until lw_loop_free(), each worker */
-    int closing; /* lw_loop_free() ran */
-};
-
-static void list_init(struct request *head)
-{
-    head->prev = head->next = head;
-}
-
-static void list_add(struct request *head, struct request *q)
-{
-    q->prev = head->prev;
-    q->next = head;
-    head->prev->next = q;
-    head->prev = q;
-}
-
-static void list_del(struct request *q)
-{
-    q->prev->next = q->next;
-    q->next->prev = q->prev;
-    q->prev = q->next = q;
 }
 
 /* One reference fewer; the last frees the loop.  Under lw->mu, which is
@@ -235,7 +103,7 @@ static void unref(struct lw_loop *lw)
 /* Tell the loop's thread that requests are done.  Under lw->mu, so that
  * lw_loop_free(), which sets closing under it before closing the fd, is
  * never raced into writing another file. */
-static void wake(struct lw_loop *lw)
+void lw__loop_wake(struct lw_loop *lw)
 {
     uint64_t one = 1;
 
@@ -244,170 +112,14 @@ static void wake(struct lw_loop *lw)
     }
 }
 
-/* q is done: on the list the loop's thread runs callbacks from (wake() it).
- * Under lw->mu. */
-static void finish(struct lw_loop *lw, struct request *q)
+/* q is done: on the list the loop's thread runs callbacks from (lw__loop_wake()
+ * it). Under lw->mu. */
+void lw__loop_finish(struct lw_loop *lw, struct request *q)
 {
     q->state = DONE;
     q->qnext = NULL;
     *lw->done_tail = q;
     lw->done_tail = &q->qnext;
-}
-
-static int pump_submit(struct lw_loop *lw, struct request *q);
-static int submit(struct lw_loop *lw, struct request *q);
-
-/* The options a lease of a turn has: all but the wait, each request's own. */
-static int same_lease(const lw_lock_opts *a, const lw_lock_opts *b)
-{
-    return a->expire_ms == b->expire_ms && a->max_renew == b->max_renew &&
-           a->flags == b->flags && a->hold_at_least_ms == b->hold_at_least_ms &&
-           a->permits == b->permits && a->site == b->site &&
-           a->once_window_ms == b->once_window_ms;
-}
-
-/* The turn q (one key) would be served in, NULL if none.  Under lw->mu. */
-static struct turn *turn_find(struct lw_loop *lw, const struct request *q)
-{
-    struct turn *t = lw->turns;
-
-    while (t != NULL && (t->keylen != q->keylens[0] ||
-                         memcmp(t->key, q->keys[0], t->keylen) != 0 ||
-                         !same_lease(&t->opts, &q->opts[0])))
-        t = t->next;
-    return t;
-}
-
-/* A new turn for q's key, led by q; NULL out of memory.  Under lw->mu. */
-static struct turn *turn_new(struct lw_loop *lw, struct request *q)
-{
-    struct turn *t = malloc(sizeof *t + q->keylens[0]);
-
-    if (t == NULL)
-        return NULL;
-    *t = (struct turn){.next = lw->turns,
-                       .led = 1,
-                       .opts = q->opts[0],
-                       .keylen = q->keylens[0]};
-    t->tail = &t->head;
-    memcpy(t->key, q->keys[0], t->keylen);
-    lw->turns = t;
-    q->turn = t;
-    return t;
-}
-
-/* Free t once nothing is left of it.  Under lw->mu. */
-static void turn_put(struct lw_loop *lw, struct turn *t)
-{
-    struct turn **pp = &lw->turns;
-
-    if (t->led || t->head != NULL || t->pending > 0)
-        return;
-    while (*pp != t)
-        pp = &(*pp)->next;
-    *pp = t->next;
-    free(t);
-}
-
-/* Take w off t's list, where it waits (anywhere on it).  Under lw->mu. */
-static void turn_unlink(struct turn *t, struct request *w)
-{
-    struct request **pp = &t->head, *prev = NULL;
-
-    while (*pp != w) {
-        prev = *pp;
-        pp = &(*pp)->qnext;
-    }
-    *pp = w->qnext;
-    if (t->tail == &w->qnext)
-        t->tail = prev != NULL ? &prev->qnext : &t->head;
-    w->waiting = 0;
-}
-
-/* Put w back first on t's list (a hand-off to it did not happen). */
-static void turn_push_front(struct turn *t, struct request *w)
-{
-    w->qnext = t->head;
-    if (t->head == NULL)
-        t->tail = &w->qnext;
-    t->head = w;
-    w->waiting = 1;
-    w->state = QUEUED;
-}
-
-/* Nobody of t holds its lock or takes it now: its first waiter takes it
- * from Redis, through the pump, behind what the pump has queued already
- * (the release that ended the run, so that its try finds the key free),
- * or t ends.  Under lw->mu. */
-static void lead_next(struct lw_loop *lw, struct turn *t)
-{
-    struct request *w;
-
-    t->led = 0;
-    while ((w = t->head) != NULL) {
-        turn_unlink(t, w);
-        w->run_fences = t->head != NULL;
-        if (pump_submit(lw, w) == LW_OK || submit(lw, w) == LW_OK) {
-            t->led = 1;
-            return;
-        }
-        w->turn = NULL; /* no thread to take it */
-        w->status = LW_ESYSTEM;
-        finish(lw, w);
-        wake(lw);
-    }
-    turn_put(lw, t);
-}
-
-/* q, its turn's leader, has its answer from Redis (status, q->lease): the
- * turn's run starts with it when it won and is still wanted (the loop's
- * thread keeps its lease, dispatch()), else the next request leads.
- * Under lw->mu. */
-static void led_done(struct lw_loop *lw, struct request *q)
-{
-    struct turn *t = q->turn;
-
-    if (t == NULL)
-        return;
-    if (q->status == LW_OK && !q->ended) {
-        t->run = 1;
-        t->run_lost = 0;
-        t->fences_left = 0;
-        return;
-    }
-    q->turn = NULL;
-    lead_next(lw, t);
-}
-
-/* The waiters of turns whose wait ran out get LW_ETIMEOUT.  Returns when
- * the next one's does (INT64_MAX: none waits).  Under lw->mu. */
-static int64_t expire_waiters(struct lw_loop *lw)
-{
-    int64_t now = lw__now_us(), next = INT64_MAX;
-    int done = 0;
-
-    if (now < lw->deadline_us)
-        return lw->deadline_us;
-    for (struct turn *t = lw->turns; t != NULL; t = t->next) {
-        struct request *w = t->head, *wnext;
-        for (; w != NULL; w = wnext) {
-            int64_t at = w->asked_us + (int64_t)w->opts[0].wait_ms * 1000;
-            wnext = w->qnext;
-            if (at > now) {
-                next = at < next ? at : next;
-                continue;
-            }
-            turn_unlink(t, w);
-            w->turn = NULL;
-            w->status = LW_ETIMEOUT;
-            finish(lw, w);
-            done = 1;
-        }
-    }
-    lw->deadline_us = next;
-    if (done)
-        wake(lw);
-    return next;
 }
 
 /* The release hook of a lease the loop handed out: no longer the loop's.
@@ -423,7 +135,7 @@ static void forget(void *owner, lw_lease *l)
     h->prev->next = h->next;
     h->next->prev = h->prev;
     if (h->turn != NULL)
-        lead_next(lw, h->turn);
+        lw__turn_next(lw, h->turn);
     pthread_mutex_unlock(&lw->mu);
     free(h);
 }
@@ -496,7 +208,7 @@ static void *worker(void *arg)
         run(q);
         pthread_mutex_lock(&lw->mu);
         if (q->pool == ACQUIRE)
-            led_done(lw, q);
+            lw__turn_led(lw, q, 0, 0);
         if (q->ended) {
             /* Canceled meanwhile: nobody takes what was won. */
             lw_lease *won = q->pool == ACQUIRE ? q->lease : NULL;
@@ -507,8 +219,8 @@ static void *worker(void *arg)
             pthread_mutex_lock(&lw->mu);
             continue;
         }
-        finish(lw, q);
-        wake(lw);
+        lw__loop_finish(lw, q);
+        lw__loop_wake(lw);
     }
     pl->workers--;
     unref(lw);
@@ -518,7 +230,7 @@ static void *worker(void *arg)
 /* Queue q on its pool, starting a worker if none is idle and the pool may
  * grow.  Under lw->mu.  LW_OK, or LW_ESYSTEM when no worker could start and
  * none is there. */
-static int submit(struct lw_loop *lw, struct request *q)
+int lw__loop_submit(struct lw_loop *lw, struct request *q)
 {
     struct pool *pl = &lw->pool[q->pool];
     pthread_attr_t a;
@@ -580,13 +292,13 @@ static int pumped(struct lw_loop *lw, struct request *q,
     if (q->pool == ACQUIRE && op->status == LW_R_BUSY) {
         if (q->ended) {
             q->status = LW_ECANCELED;
-            led_done(lw, q);
+            lw__turn_led(lw, q, 0, 0);
             free(q); /* nothing won */
             return 0;
         }
         /* Busy: the blocking take does the rest (Redis's queue, the
          * wake-up on release), as for every other request. */
-        if (submit(lw, q) == LW_OK)
+        if (lw__loop_submit(lw, q) == LW_OK)
             return 0;
         q->status = LW_ESYSTEM;
     } else {
@@ -594,19 +306,15 @@ static int pumped(struct lw_loop *lw, struct request *q,
         q->lease = q->pool == ACQUIRE ? op->lease : NULL;
     }
     if (q->pool == ACQUIRE) {
-        led_done(lw, q);
-        if (q->turn != NULL && op->fences > 0) { /* minted with the take */
-            q->turn->next_fence = op->first_fence;
-            q->turn->fences_left = op->fences;
-        }
+        lw__turn_led(lw, q, op->fences, op->first_fence);
     } else if (q->turn != NULL) {
         struct turn *t = q->turn;
         q->turn = NULL;
         t->pending--;
         if (q->op == GIVE) /* a HAND that could not hand on: the run ended */
-            lead_next(lw, t);
+            lw__turn_next(lw, t);
         else
-            turn_put(lw, t);
+            lw__turn_put(lw, t);
     }
     if (q->ended) {
         if (q->lease == NULL) {
@@ -617,114 +325,8 @@ static int pumped(struct lw_loop *lw, struct request *q,
         }
         return 0;
     }
-    finish(lw, q);
+    lw__loop_finish(lw, q);
     return 1;
-}
-
-/* A HAND (the pump's thread): q's lease handed on to its turn's first
- * waiter here, where a round trip may be waited for.  With no fences left
- * for the run, they are minted first, and their script, run after q's
- * section ended, is its check; otherwise the lease's renewal in flight is
- * waited out and the key checked once the lock is handed on.  A lease
- * that cannot be handed on becomes a GIVE: the batch gives it back
- * through Redis, and the turn's next request takes the lock from there. */
-static void pump_hand(struct lw_loop *lw, struct request *q)
-{
-    struct turn *t = q->turn;
-    struct request *w;
-    lw_lease *to = NULL;
-    int rc = LW_OK, minted = 0;
-
-    pthread_mutex_lock(&lw->mu);
-    if (t->fences_left == 0 && !t->run_lost) {
-        unsigned run = t->run;
-        uint64_t first;
-        uint32_t n;
-        pthread_mutex_unlock(&lw->mu);
-        rc = lw__lease_fences(q->lease, run, &first, &n);
-        pthread_mutex_lock(&lw->mu);
-        if (rc == LW_OK) {
-            t->next_fence = first;
-            t->fences_left = n;
-            minted = 1;
-        } else if (rc == LW_ELOST) {
-            t->run_lost = 1;
-        }
-    }
-    w = t->head;
-    if (rc != LW_OK || w == NULL || t->run_lost || lw->closing ||
-        t->fences_left == 0 || !lw__lease_may_hand(q->lease, t->run)) {
-        q->op = GIVE;
-        pthread_mutex_unlock(&lw->mu);
-        return;
-    }
-    turn_unlink(t, w);
-    w->state = RUNNING; /* lw_cancel_async() now leaves it to us (ended) */
-    pthread_mutex_unlock(&lw->mu);
-    rc = lw__lease_hand_on(q->lease, t->next_fence, 0, &to);
-    pthread_mutex_lock(&lw->mu);
-    if (rc != LW_OK) {
-        if (w->ended)
-            free(w);
-        else
-            turn_push_front(t, w);
-        q->op = GIVE;
-        pthread_mutex_unlock(&lw->mu);
-        return;
-    }
-    t->next_fence++;
-    t->fences_left--;
-    t->run++;
-    q->op = CHECK;
-    if (!w->ended) {
-        w->lease = to;
-        w->status = LW_OK;
-        finish(lw, w);
-        wake(lw);
-        to = NULL;
-    }
-    pthread_mutex_unlock(&lw->mu);
-    q->checked = minted ? LW_OK : lw__lease_check(q->lease);
-    q->status = lw__lease_handed_back(q->lease, q->checked);
-    q->lease = NULL;
-    if (to != NULL) { /* w was canceled meanwhile: the run ends here */
-        free(w);
-        lw_release(to);
-        pthread_mutex_lock(&lw->mu);
-        lead_next(lw, t);
-        pthread_mutex_unlock(&lw->mu);
-    }
-}
-
-/*
- * The batch's hand-offs (HAND) and checks (CHECK), in its order, before its
- * releases through Redis: a run's checks must read the key as its sections
- * left it, so they go before the run's release (a GIVE, in this batch or a
- * later one).  One check answers for every CHECK of its turn in the batch:
- * each of their sections ended before it was sent.  Outside lw->mu.
- */
-static void hand_over(struct lw_loop *lw, struct request *batch)
-{
-    for (struct request *q = batch; q != NULL; q = q->qnext) {
-        struct request *p = batch;
-        if (q->pool != RELEASE || q->op == GIVE)
-            continue;
-        if (q->op == HAND) {
-            pump_hand(lw, q);
-            continue;
-        }
-        while (p != q &&
-               (p->pool != RELEASE || p->op != CHECK || p->turn != q->turn))
-            p = p->qnext;
-        q->checked = p != q ? p->checked : lw__lease_check(q->lease);
-        q->status = lw__lease_handed_back(q->lease, q->checked);
-        q->lease = NULL;
-        if (q->checked == LW_ELOST) {
-            pthread_mutex_lock(&lw->mu);
-            q->turn->run_lost = 1;
-            pthread_mutex_unlock(&lw->mu);
-        }
-    }
 }
 
 /* The pump's thread: takes every request queued for it at once, does them
@@ -740,7 +342,7 @@ static void *pump(void *arg)
     for (;;) {
         struct request *batch = lw->pump.head, *q, *next, *won = NULL;
         int n = 0, m = 0, done = 0;
-        int64_t until = expire_waiters(lw);
+        int64_t until = lw__turn_expire(lw);
         /* Only CHECKs queued: they wait a little for company. */
         if (batch != NULL && lw->pump.others == 0 && !lw->closing &&
             batch->asked_us + CHECK_DELAY_US > lw__now_us()) {
@@ -766,7 +368,7 @@ static void *pump(void *arg)
         for (q = batch; q != NULL; q = q->qnext, n++)
             q->state = RUNNING;
         pthread_mutex_unlock(&lw->mu);
-        hand_over(lw, batch);
+        lw__turn_hand_over(lw, batch);
         if (n > cap) {
             struct lw_lease_op *p = realloc(ops, (size_t)n * sizeof *ops);
             if (p != NULL) {
@@ -801,7 +403,7 @@ static void *pump(void *arg)
             done |= pumped(lw, batch, batched ? &ops[m++] : &ran, &won);
         }
         if (done)
-            wake(lw); /* once for the whole batch */
+            lw__loop_wake(lw); /* once for the whole batch */
         if (won != NULL) {
             pthread_mutex_unlock(&lw->mu);
             give_back_won(won);
@@ -815,7 +417,7 @@ static void *pump(void *arg)
 
 /* Start the pump's thread if it has none: LW_OK, or LW_ESYSTEM.  Under
  * lw->mu. */
-static int pump_start(struct lw_loop *lw)
+int lw__pump_start(struct lw_loop *lw)
 {
     pthread_attr_t a;
     pthread_t t;
@@ -834,9 +436,9 @@ static int pump_start(struct lw_loop *lw)
 
 /* Queue q for the pump, starting its thread on first use.  Under lw->mu.
  * LW_OK, or LW_ESYSTEM when it has no thread (q is not queued). */
-static int pump_submit(struct lw_loop *lw, struct request *q)
+int lw__pump_submit(struct lw_loop *lw, struct request *q)
 {
-    if (pump_start(lw) != LW_OK)
+    if (lw__pump_start(lw) != LW_OK)
         return LW_ESYSTEM;
     q->pumped = 1;
     q->state = QUEUED;
@@ -949,15 +551,15 @@ static struct request *request_new(const void *const *keys,
 }
 
 /* start() under lw->mu, q not freed. */
-static int start_locked(struct lw_loop *lw, struct request *q, int pump)
+int lw__loop_start(struct lw_loop *lw, struct request *q, int pump)
 {
     int rc;
 
     if (pump && q->pool == ACQUIRE && key_in_pools(lw, q))
         pump = 0;
-    rc = lw->closing                           ? LW_EINVAL
-         : pump && pump_submit(lw, q) == LW_OK ? LW_OK
-                                               : submit(lw, q);
+    rc = lw->closing                               ? LW_EINVAL
+         : pump && lw__pump_submit(lw, q) == LW_OK ? LW_OK
+                                                   : lw__loop_submit(lw, q);
     if (rc == LW_OK)
         list_add(&lw->pending, q);
     return rc;
@@ -973,61 +575,10 @@ static int start(struct lw_loop *lw, struct request *q, int pump)
     int rc;
 
     pthread_mutex_lock(&lw->mu);
-    rc = start_locked(lw, q, pump);
+    rc = lw__loop_start(lw, q, pump);
     pthread_mutex_unlock(&lw->mu);
     if (rc != LW_OK)
         free(q);
-    return rc;
-}
-
-/* Wait for q's turn t (led by another request): LW_OK, or LW_ESYSTEM when
- * the pump, whose clock times waiters out, has no thread.  Under lw->mu. */
-static int wait_turn(struct lw_loop *lw, struct turn *t, struct request *q)
-{
-    int64_t at = q->asked_us + (int64_t)q->opts[0].wait_ms * 1000;
-
-    if (pump_start(lw) != LW_OK)
-        return LW_ESYSTEM;
-    q->turn = t;
-    q->state = QUEUED;
-    q->qnext = NULL;
-    *t->tail = q;
-    t->tail = &q->qnext;
-    q->waiting = 1;
-    if (at < lw->deadline_us) {
-        lw->deadline_us = at;
-        if (lw->pump.idle > 0)
-            pthread_cond_signal(&lw->pump.cv); /* it sleeps until later */
-    }
-    return LW_OK;
-}
-
-/* Start an acquisition q of one key, the pump's (lw__lease_batchable()),
- * whose lease may be handed on (lw__lease_handable()): in its turn, or
- * leading a new one.  Under lw->mu. */
-static int start_turn(struct lw_loop *lw, struct request *q)
-{
-    struct turn *t = turn_find(lw, q);
-    int rc;
-
-    if (lw->closing)
-        return LW_EINVAL;
-    if (t != NULL && t->led) {
-        if (wait_turn(lw, t, q) != LW_OK)
-            return start_locked(lw, q, 1); /* as if it had no turn */
-        list_add(&lw->pending, q);
-        return LW_OK;
-    }
-    if (t == NULL && (t = turn_new(lw, q)) == NULL)
-        return start_locked(lw, q, 1);
-    t->led = 1;
-    q->turn = t;
-    rc = start_locked(lw, q, 1);
-    if (rc != LW_OK) {
-        q->turn = NULL;
-        t->led = 0;
-        turn_put(lw, t);
-    }
     return rc;
 }
 
@@ -1051,7 +602,7 @@ static int acquire(struct lw_loop *lw, const void *const *keys,
     pump = n == 1 && lw__lease_batchable(keys[0], keylens[0], &opts[0]);
     if (pump && lw__lease_handable(&opts[0])) {
         pthread_mutex_lock(&lw->mu);
-        rc = start_turn(lw, q);
+        rc = lw__turn_start(lw, q);
         pthread_mutex_unlock(&lw->mu);
         if (rc != LW_OK)
             free(q);
@@ -1115,75 +666,6 @@ int lw_acquire_async_sized(lw_loop *lw, const void *key, size_t keylen,
                                        cb, ud);
 }
 
-/*
- * Release q's lease, the lock of turn t, on the loop's thread: handed on to
- * t's first waiter right here when the run allows it (lw__lease_may_hand())
- * and has a fence left, the section checked at the pump afterwards (CHECK);
- * handed on by the pump (HAND) when that needs a round trip first (no
- * fence left, or a renewal of the lease in flight); else given back through
- * Redis, and t's first waiter takes the lock from there.  LW_OK, or why
- * not (q freed, the lease not given back).
- */
-static int give_turn(struct lw_loop *lw, struct turn *t, struct request *q)
-{
-    struct request *w;
-    lw_lease *to;
-    int rc = LW_R_BUSY;
-
-    pthread_mutex_lock(&lw->mu);
-    if (lw->closing) {
-        pthread_mutex_unlock(&lw->mu);
-        free(q);
-        return LW_EINVAL;
-    }
-    q->op = GIVE;
-    w = t->head;
-    if (w != NULL && !t->run_lost && lw__lease_may_hand(q->lease, t->run)) {
-        q->op = HAND;
-        if (t->fences_left > 0) {
-            /* w is off the list: the pump's clock cannot time it out
-             * meanwhile, and nothing else of t changes but its checks'
-             * run_lost (lw_cancel_async() runs on this thread). */
-            turn_unlink(t, w);
-            pthread_mutex_unlock(&lw->mu);
-            rc = lw__lease_hand_on(q->lease, t->next_fence, 1, &to);
-            pthread_mutex_lock(&lw->mu);
-            if (rc == LW_OK) {
-                t->next_fence++;
-                t->fences_left--;
-                t->run++;
-                w->lease = to;
-                w->status = LW_OK;
-                finish(lw, w);
-                wake(lw);
-                q->op = CHECK;
-            } else {
-                turn_push_front(t, w);
-                if (rc != LW_R_BUSY)
-                    q->op = GIVE; /* not handed on: give it back */
-            }
-        }
-    }
-    if (q->op != GIVE) {
-        q->turn = t;
-        q->asked_us = lw__now_us(); /* a CHECK waits from now */
-        t->pending++;
-        rc = pump_submit(lw, q); /* t's leases are the pump's: it runs */
-        if (rc == LW_OK)
-            list_add(&lw->pending, q);
-        else
-            t->pending--;
-    } else {
-        rc = start_locked(lw, q, lw__lease_give_batchable(q->lease));
-        if (rc == LW_OK)
-            lead_next(lw, t); /* its try after the release, at the pump */
-    }
-    pthread_mutex_unlock(&lw->mu);
-    if (rc != LW_OK)
-        free(q);
-    return rc;
-}
-
 int lw_release_async(lw_lease *l, lw_released_fn cb, void *ud)
 {
     struct held *h = l != NULL ? lw__lease_owner(l, forget) : NULL;
@@ -1211,7 +693,7 @@ int lw_release_async(lw_lease *l, lw_released_fn cb, void *ud)
     h->next->prev = h->prev;
     pthread_mutex_unlock(&lw->mu);
     free(h);
-    rc = t != NULL ? give_turn(lw, t, q)
+    rc = t != NULL ? lw__turn_give(lw, t, q)
                    : start(lw, q, lw__lease_give_batchable(l));
     if (rc != LW_OK && keep(lw, l, NULL) != LW_OK)
         lw_release(l); /* neither the loop's nor a worker's: give it back */
@@ -1251,7 +733,7 @@ void lw_loop_dispatch(lw_loop *lw)
             status = LW_ENOMEM;
             if (q->turn != NULL) {
                 pthread_mutex_lock(&lw->mu);
-                lead_next(lw, q->turn);
+                lw__turn_next(lw, q->turn);
                 pthread_mutex_unlock(&lw->mu);
             }
         }
@@ -1292,8 +774,8 @@ static void cancel_one(struct lw_loop *lw, struct request *q)
     pthread_mutex_lock(&lw->mu);
     if (q->waiting) {
         struct turn *t = q->turn;
-        turn_unlink(t, q);
-        turn_put(lw, t);
+        lw__turn_unlink(t, q);
+        lw__turn_put(lw, t);
         free(q);
     } else if (q->state == QUEUED && q->pool == ACQUIRE) {
         struct turn *t = q->turn;
@@ -1306,7 +788,7 @@ static void cancel_one(struct lw_loop *lw, struct request *q)
         }
         free(q);
         if (t != NULL)
-            lead_next(lw, t);
+            lw__turn_next(lw, t);
     } else if (q->state == DONE) {
         struct turn *t = q->pool == ACQUIRE ? q->turn : NULL;
         unqueue(&lw->done, &lw->done_tail, q);
@@ -1319,14 +801,14 @@ static void cancel_one(struct lw_loop *lw, struct request *q)
             q->ended = 1;
             q->op = GIVE;
             q->turn = NULL;
-            if (!(pump && pump_submit(lw, q) == LW_OK) &&
-                submit(lw, q) != LW_OK)
+            if (!(pump && lw__pump_submit(lw, q) == LW_OK) &&
+                lw__loop_submit(lw, q) != LW_OK)
                 free(q); /* no thread to give it back: it ends by its TTL */
         } else {
             free(q);
         }
         if (t != NULL)
-            lead_next(lw, t);
+            lw__turn_next(lw, t);
     } else {
         q->ended = 1; /* its worker finishes it and frees it */
     }

@@ -1,0 +1,413 @@
+/*
+ * Turns: an event loop's requests for one key (loop/loop.c).
+ *
+ * Requests of the loop for one key, with the same options, are served in
+ * turn, in the order they came (struct turn): the first takes the lock
+ * from Redis, the others wait here, in memory, and a release hands the
+ * lease on to the next without a round trip, as threads of a process hand
+ * a lock on (cohort.c), under the same rules: at most local_handoffs times
+ * in a row, then through Redis, whose queue serves other processes first;
+ * only with three quarters of the lease left; each handed section with a
+ * fence of its own, from a batch minted while the key held the run's
+ * token (with the take, in its pipeline, when requests already wait; else
+ * at the run's first hand-off); and each section's verdict
+ * from a check in Redis sent after it ended (the pump's, CHECK: a token
+ * gone from the key never comes back, so one that finds it there says the
+ * key held it throughout every section that ended before), checks before
+ * the run's release through Redis, which goes through the pump too.  The
+ * hand-off itself runs on the loop's thread, in lw_release_async(), when
+ * the run has fences left and no renewal of the lease is in flight;
+ * otherwise the pump does it (HAND), where a round trip may be waited
+ * for.  A request waiting its turn times out on the pump's clock.
+ */
+#include <lockweave.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/result.h"
+#include "core/lease.h"
+#include "loop/loop.h"
+
+/* The options a lease of a turn has: all but the wait, each request's own. */
+static int same_lease(const lw_lock_opts *a, const lw_lock_opts *b)
+{
+    return a->expire_ms == b->expire_ms && a->max_renew == b->max_renew &&
+           a->flags == b->flags && a->hold_at_least_ms == b->hold_at_least_ms &&
+           a->permits == b->permits && a->site == b->site &&
+           a->once_window_ms == b->once_window_ms;
+}
+
+/* The turn q (one key) would be served in, NULL if none.  Under lw->mu. */
+static struct turn *turn_find(struct lw_loop *lw, const struct request *q)
+{
+    struct turn *t = lw->turns;
+
+    while (t != NULL && (t->keylen != q->keylens[0] ||
+                         memcmp(t->key, q->keys[0], t->keylen) != 0 ||
+                         !same_lease(&t->opts, &q->opts[0])))
+        t = t->next;
+    return t;
+}
+
+/* A new turn for q's key, led by q; NULL out of memory.  Under lw->mu. */
+static struct turn *turn_new(struct lw_loop *lw, struct request *q)
+{
+    struct turn *t = malloc(sizeof *t + q->keylens[0]);
+
+    if (t == NULL)
+        return NULL;
+    *t = (struct turn){.next = lw->turns,
+                       .led = 1,
+                       .opts = q->opts[0],
+                       .keylen = q->keylens[0]};
+    t->tail = &t->head;
+    memcpy(t->key, q->keys[0], t->keylen);
+    lw->turns = t;
+    q->turn = t;
+    return t;
+}
+
+/* Free t once nothing is left of it.  Under lw->mu. */
+void lw__turn_put(struct lw_loop *lw, struct turn *t)
+{
+    struct turn **pp = &lw->turns;
+
+    if (t->led || t->head != NULL || t->pending > 0)
+        return;
+    while (*pp != t)
+        pp = &(*pp)->next;
+    *pp = t->next;
+    free(t);
+}
+
+/* Take w off t's list, where it waits (anywhere on it).  Under lw->mu. */
+void lw__turn_unlink(struct turn *t, struct request *w)
+{
+    struct request **pp = &t->head, *prev = NULL;
+
+    while (*pp != w) {
+        prev = *pp;
+        pp = &(*pp)->qnext;
+    }
+    *pp = w->qnext;
+    if (t->tail == &w->qnext)
+        t->tail = prev != NULL ? &prev->qnext : &t->head;
+    w->waiting = 0;
+}
+
+/* Put w back first on t's list (a hand-off to it did not happen). */
+static void turn_push_front(struct turn *t, struct request *w)
+{
+    w->qnext = t->head;
+    if (t->head == NULL)
+        t->tail = &w->qnext;
+    t->head = w;
+    w->waiting = 1;
+    w->state = QUEUED;
+}
+
+/* Nobody of t holds its lock or takes it now: its first waiter takes it
+ * from Redis, through the pump, behind what the pump has queued already
+ * (the release that ended the run, so that its try finds the key free),
+ * or t ends.  Under lw->mu. */
+void lw__turn_next(struct lw_loop *lw, struct turn *t)
+{
+    struct request *w;
+
+    t->led = 0;
+    while ((w = t->head) != NULL) {
+        lw__turn_unlink(t, w);
+        w->run_fences = t->head != NULL;
+        if (lw__pump_submit(lw, w) == LW_OK ||
+            lw__loop_submit(lw, w) == LW_OK) {
+            t->led = 1;
+            return;
+        }
+        w->turn = NULL; /* no thread to take it */
+        w->status = LW_ESYSTEM;
+        lw__loop_finish(lw, w);
+        lw__loop_wake(lw);
+    }
+    lw__turn_put(lw, t);
+}
+
+/* q, its turn's leader, has its answer from Redis (status, q->lease, and
+ * the run's fences if its take minted them: fences of them, the lowest
+ * first): the run starts with it when it won and is still wanted (the
+ * loop's thread keeps its lease, dispatch()), else the next request
+ * leads.  Under lw->mu. */
+void lw__turn_led(struct lw_loop *lw, struct request *q, uint32_t fences,
+                  uint64_t first)
+{
+    struct turn *t = q->turn;
+
+    if (t == NULL)
+        return;
+    if (q->status == LW_OK && !q->ended) {
+        t->run = 1;
+        t->run_lost = 0;
+        t->fences_left = fences;
+        t->next_fence = first;
+        return;
+    }
+    q->turn = NULL;
+    lw__turn_next(lw, t);
+}
+
+/* The waiters of turns whose wait ran out get LW_ETIMEOUT.  Returns when
+ * the next one's does (INT64_MAX: none waits).  Under lw->mu. */
+int64_t lw__turn_expire(struct lw_loop *lw)
+{
+    int64_t now = lw__now_us(), next = INT64_MAX;
+    int done = 0;
+
+    if (now < lw->deadline_us)
+        return lw->deadline_us;
+    for (struct turn *t = lw->turns; t != NULL; t = t->next) {
+        struct request *w = t->head, *wnext;
+        for (; w != NULL; w = wnext) {
+            int64_t at = w->asked_us + (int64_t)w->opts[0].wait_ms * 1000;
+            wnext = w->qnext;
+            if (at > now) {
+                next = at < next ? at : next;
+                continue;
+            }
+            lw__turn_unlink(t, w);
+            w->turn = NULL;
+            w->status = LW_ETIMEOUT;
+            lw__loop_finish(lw, w);
+            done = 1;
+        }
+    }
+    lw->deadline_us = next;
+    if (done)
+        lw__loop_wake(lw);
+    return next;
+}
+
+/* A HAND (the pump's thread): q's lease handed on to its turn's first
+ * waiter here, where a round trip may be waited for.  With no fences left
+ * for the run, they are minted first, and their script, run after q's
+ * section ended, is its check; otherwise the lease's renewal in flight is
+ * waited out and the key checked once the lock is handed on.  A lease
+ * that cannot be handed on becomes a GIVE: the batch gives it back
+ * through Redis, and the turn's next request takes the lock from there. */
+static void pump_hand(struct lw_loop *lw, struct request *q)
+{
+    struct turn *t = q->turn;
+    struct request *w;
+    lw_lease *to = NULL;
+    int rc = LW_OK, minted = 0;
+
+    pthread_mutex_lock(&lw->mu);
+    if (t->fences_left == 0 && !t->run_lost) {
+        unsigned run = t->run;
+        uint64_t first;
+        uint32_t n;
+        pthread_mutex_unlock(&lw->mu);
+        rc = lw__lease_fences(q->lease, run, &first, &n);
+        pthread_mutex_lock(&lw->mu);
+        if (rc == LW_OK) {
+            t->next_fence = first;
+            t->fences_left = n;
+            minted = 1;
+        } else if (rc == LW_ELOST) {
+            t->run_lost = 1;
+        }
+    }
+    w = t->head;
+    if (rc != LW_OK || w == NULL || t->run_lost || lw->closing ||
+        t->fences_left == 0 || !lw__lease_may_hand(q->lease, t->run)) {
+        q->op = GIVE;
+        pthread_mutex_unlock(&lw->mu);
+        return;
+    }
+    lw__turn_unlink(t, w);
+    w->state = RUNNING; /* lw_cancel_async() now leaves it to us (ended) */
+    pthread_mutex_unlock(&lw->mu);
+    rc = lw__lease_hand_on(q->lease, t->next_fence, 0, &to);
+    pthread_mutex_lock(&lw->mu);
+    if (rc != LW_OK) {
+        if (w->ended)
+            free(w);
+        else
+            turn_push_front(t, w);
+        q->op = GIVE;
+        pthread_mutex_unlock(&lw->mu);
+        return;
+    }
+    t->next_fence++;
+    t->fences_left--;
+    t->run++;
+    q->op = CHECK;
+    if (!w->ended) {
+        w->lease = to;
+        w->status = LW_OK;
+        lw__loop_finish(lw, w);
+        lw__loop_wake(lw);
+        to = NULL;
+    }
+    pthread_mutex_unlock(&lw->mu);
+    q->checked = minted ? LW_OK : lw__lease_check(q->lease);
+    q->status = lw__lease_handed_back(q->lease, q->checked);
+    q->lease = NULL;
+    if (to != NULL) { /* w was canceled meanwhile: the run ends here */
+        free(w);
+        lw_release(to);
+        pthread_mutex_lock(&lw->mu);
+        lw__turn_next(lw, t);
+        pthread_mutex_unlock(&lw->mu);
+    }
+}
+
+/*
+ * The batch's hand-offs (HAND) and checks (CHECK), in its order, before its
+ * releases through Redis: a run's checks must read the key as its sections
+ * left it, so they go before the run's release (a GIVE, in this batch or a
+ * later one).  One check answers for every CHECK of its turn in the batch:
+ * each of their sections ended before it was sent.  Outside lw->mu.
+ */
+void lw__turn_hand_over(struct lw_loop *lw, struct request *batch)
+{
+    for (struct request *q = batch; q != NULL; q = q->qnext) {
+        struct request *p = batch;
+        if (q->pool != RELEASE || q->op == GIVE)
+            continue;
+        if (q->op == HAND) {
+            pump_hand(lw, q);
+            continue;
+        }
+        while (p != q &&
+               (p->pool != RELEASE || p->op != CHECK || p->turn != q->turn))
+            p = p->qnext;
+        q->checked = p != q ? p->checked : lw__lease_check(q->lease);
+        q->status = lw__lease_handed_back(q->lease, q->checked);
+        q->lease = NULL;
+        if (q->checked == LW_ELOST) {
+            pthread_mutex_lock(&lw->mu);
+            q->turn->run_lost = 1;
+            pthread_mutex_unlock(&lw->mu);
+        }
+    }
+}
+
+/* Wait for q's turn t (led by another request): LW_OK, or LW_ESYSTEM when
+ * the pump, whose clock times waiters out, has no thread.  Under lw->mu. */
+static int wait_turn(struct lw_loop *lw, struct turn *t, struct request *q)
+{
+    int64_t at = q->asked_us + (int64_t)q->opts[0].wait_ms * 1000;
+
+    if (lw__pump_start(lw) != LW_OK)
+        return LW_ESYSTEM;
+    q->turn = t;
+    q->state = QUEUED;
+    q->qnext = NULL;
+    *t->tail = q;
+    t->tail = &q->qnext;
+    q->waiting = 1;
+    if (at < lw->deadline_us) {
+        lw->deadline_us = at;
+        if (lw->pump.idle > 0)
+            pthread_cond_signal(&lw->pump.cv); /* it sleeps until later */
+    }
+    return LW_OK;
+}
+
+/* Start an acquisition q of one key, the pump's (lw__lease_batchable()),
+ * whose lease may be handed on (lw__lease_handable()): in its turn, or
+ * leading a new one.  Under lw->mu. */
+int lw__turn_start(struct lw_loop *lw, struct request *q)
+{
+    struct turn *t = turn_find(lw, q);
+    int rc;
+
+    if (lw->closing)
+        return LW_EINVAL;
+    if (t != NULL && t->led) {
+        if (wait_turn(lw, t, q) != LW_OK)
+            return lw__loop_start(lw, q, 1); /* as if it had no turn */
+        list_add(&lw->pending, q);
+        return LW_OK;
+    }
+    if (t == NULL && (t = turn_new(lw, q)) == NULL)
+        return lw__loop_start(lw, q, 1);
+    t->led = 1;
+    q->turn = t;
+    rc = lw__loop_start(lw, q, 1);
+    if (rc != LW_OK) {
+        q->turn = NULL;
+        t->led = 0;
+        lw__turn_put(lw, t);
+    }
+    return rc;
+}
+
+/*
+ * Release q's lease, the lock of turn t, on the loop's thread: handed on to
+ * t's first waiter right here when the run allows it (lw__lease_may_hand())
+ * and has a fence left, the section checked at the pump afterwards (CHECK);
+ * handed on by the pump (HAND) when that needs a round trip first (no
+ * fence left, or a renewal of the lease in flight); else given back through
+ * Redis, and t's first waiter takes the lock from there.  LW_OK, or why
+ * not (q freed, the lease not given back).
+ */
+int lw__turn_give(struct lw_loop *lw, struct turn *t, struct request *q)
+{
+    struct request *w;
+    lw_lease *to;
+    int rc = LW_R_BUSY;
+
+    pthread_mutex_lock(&lw->mu);
+    if (lw->closing) {
+        pthread_mutex_unlock(&lw->mu);
+        free(q);
+        return LW_EINVAL;
+    }
+    q->op = GIVE;
+    w = t->head;
+    if (w != NULL && !t->run_lost && lw__lease_may_hand(q->lease, t->run)) {
+        q->op = HAND;
+        if (t->fences_left > 0) {
+            /* w is off the list: the pump's clock cannot time it out
+             * meanwhile, and nothing else of t changes but its checks'
+             * run_lost (lw_cancel_async() runs on this thread). */
+            lw__turn_unlink(t, w);
+            pthread_mutex_unlock(&lw->mu);
+            rc = lw__lease_hand_on(q->lease, t->next_fence, 1, &to);
+            pthread_mutex_lock(&lw->mu);
+            if (rc == LW_OK) {
+                t->next_fence++;
+                t->fences_left--;
+                t->run++;
+                w->lease = to;
+                w->status = LW_OK;
+                lw__loop_finish(lw, w);
+                lw__loop_wake(lw);
+                q->op = CHECK;
+            } else {
+                turn_push_front(t, w);
+                if (rc != LW_R_BUSY)
+                    q->op = GIVE; /* not handed on: give it back */
+            }
+        }
+    }
+    if (q->op != GIVE) {
+        q->turn = t;
+        q->asked_us = lw__now_us(); /* a CHECK waits from now */
+        t->pending++;
+        rc = lw__pump_submit(lw, q); /* t's leases are the pump's: it runs */
+        if (rc == LW_OK)
+            list_add(&lw->pending, q);
+        else
+            t->pending--;
+    } else {
+        rc = lw__loop_start(lw, q, lw__lease_give_batchable(q->lease));
+        if (rc == LW_OK)
+            lw__turn_next(lw, t); /* its try after the release, at the pump */
+    }
+    pthread_mutex_unlock(&lw->mu);
+    if (rc != LW_OK)
+        free(q);
+    return rc;
+}
