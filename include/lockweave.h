@@ -302,7 +302,8 @@ LW_API void lw_set_lost_handler(lw_lost_fn fn, void *ud);
 /* Counters since the process started (all processes' own, not cluster-wide). */
 typedef struct lw_stats {
     uint64_t acquired;     /* locks taken (not re-entries): from Redis, or
-                              handed on by another thread of this process */
+                              handed on by another thread of this process
+                              (or request of its event loop) */
     uint64_t reentered;    /* guards satisfied by a lock already held */
     uint64_t contended;    /* acquisitions that found the lock busy at first */
     uint64_t timed_out;    /* LW_ETIMEOUT results */
@@ -313,7 +314,8 @@ typedef struct lw_stats {
     uint64_t wait_max_us;    /* longest single wait */
     uint64_t held;           /* locks held by this process right now */
     uint64_t handed_locally; /* of `acquired`, those handed on by another
-                                thread of this process, no round trip */
+                                thread of this process (or request of its
+                                event loop), no round trip */
 } lw_stats;
 
 /* Copy the counters into *out.  Thread-safe; values are read one by one.

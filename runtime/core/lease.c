@@ -379,7 +379,8 @@ int lw__lease_fences(lw_lease *from, unsigned run, uint64_t *first, uint32_t *n)
     return rc;
 }
 
-int lw__lease_hand_on(lw_lease *from, uint64_t fence, int nowait, lw_lease **to)
+int lw__lease_hand_on(lw_lease *from, uint64_t fence, int nowait,
+                      int64_t asked_us, lw_lease **to)
 {
     struct key *k = &from->k[0];
     const void *key = k->key + k->prefix_len;
@@ -409,10 +410,27 @@ int lw__lease_hand_on(lw_lease *from, uint64_t fence, int nowait, lw_lease **to)
     }
     l->batched = 1; /* given back as from would have been */
     l->k[0].fence = fence;
+    /* Counted as a thread handed the lock by a sibling is: it found the
+     * key busy, and waited since it asked. */
+    lw__hold_contended(&l->k[0].hold);
+    lw__hold_waited(&l->k[0].hold, asked_us);
     took(&l->k[0]);
     LW_STAT_ADD(handed_locally, 1);
     *to = l;
     return LW_OK;
+}
+
+void lw__lease_waited_out(const lw_lock_opts *opts, int64_t asked_us)
+{
+    struct lw_sitectr *site = lw__site_of(opts);
+    uint64_t us = (uint64_t)(lw__now_us() - asked_us);
+
+    LW_STAT_ADD(contended, 1);
+    LW_SITE_ADD(site, contended, 1);
+    lw__stat_wait(us);
+    LW_STAT_ADD(timed_out, 1);
+    LW_SITE_ADD(site, timeouts, 1);
+    lw__site_wait(site, us);
 }
 
 int lw__lease_check(lw_lease *from)

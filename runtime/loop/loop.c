@@ -55,6 +55,7 @@
 #include "base/clock.h"
 #include "base/config.h"
 #include "base/fork.h"
+#include "base/gate.h"
 #include "base/result.h"
 #include "core/guard.h"
 #include "core/lease.h"
@@ -470,6 +471,42 @@ static int key_in_pools(struct lw_loop *lw, const struct request *q)
     return 0;
 }
 
+/* Every loop not freed yet, for lw_shutdown(): requests waiting their turn
+ * (turn.c) wait on their pump's clock, which the gate's closing wakes so
+ * that they end LW_ESHUTDOWN at once, as waits in Redis do. */
+static struct {
+    pthread_mutex_t mu;
+    struct lw_loop *head; /* through live_next */
+} live = {.mu = PTHREAD_MUTEX_INITIALIZER};
+static pthread_once_t live_once = PTHREAD_ONCE_INIT;
+
+static void live_wake(void)
+{
+    pthread_mutex_lock(&live.mu);
+    for (struct lw_loop *lw = live.head; lw != NULL; lw = lw->live_next) {
+        pthread_mutex_lock(&lw->mu);
+        lw->deadline_us = 0; /* its pump looks at the waiters again */
+        pthread_cond_broadcast(&lw->pump.cv);
+        pthread_mutex_unlock(&lw->mu);
+    }
+    pthread_mutex_unlock(&live.mu);
+}
+
+/* The child has none of the parent's loops' threads. */
+static void live_child(void)
+{
+    live.head = NULL;
+}
+
+static const struct lw_fork_hooks live_fork = {NULL, NULL, live_child};
+
+static void live_init(void)
+{
+    lw__fork_register(&live_fork);
+    lw__fork_register_mutex(&live.mu);
+    lw__gate_on_close(live_wake);
+}
+
 lw_loop *lw_loop_new_sized(const lw_loop_hooks *hooks, size_t size)
 {
     struct lw_loop *lw;
@@ -514,6 +551,11 @@ lw_loop *lw_loop_new_sized(const lw_loop_hooks *hooks, size_t size)
         unref(lw);
         return NULL;
     }
+    pthread_once(&live_once, live_init);
+    pthread_mutex_lock(&live.mu);
+    lw->live_next = live.head;
+    live.head = lw;
+    pthread_mutex_unlock(&live.mu);
     return lw;
 }
 
@@ -853,10 +895,16 @@ int lw_cancel_async(lw_loop *lw, void *ud)
 
 void lw_loop_free(lw_loop *lw)
 {
+    struct lw_loop **pp;
     struct held *h;
 
     if (lw == NULL || lw->fork_gen != lw__fork_gen)
         return; /* a child's copy of a parent's loop: no workers to stop */
+    pthread_mutex_lock(&live.mu);
+    for (pp = &live.head; *pp != lw; pp = &(*pp)->live_next)
+        ;
+    *pp = lw->live_next;
+    pthread_mutex_unlock(&live.mu);
     end_pending(lw, NULL, 1);
     /* What is still out there is given back here, the loop's last act:
      * each hook undone first, so that a release elsewhere cannot race. */

@@ -105,7 +105,9 @@ struct lw_loop {
                                           callback has not run */
     struct held held;                  /* list head */
     struct turn *turns;
-    int64_t deadline_us; /* no waiter of a turn times out before then */
+    int64_t deadline_us;       /* no waiter of a turn times out before then */
+    struct lw_loop *live_next; /* in loop.c's list of the loops not freed
+                                  (under its own mutex) */
     int refs;    /* the loop's thread until lw_loop_free(), each worker */
     int closing; /* lw_loop_free() ran */
 };
@@ -184,8 +186,9 @@ void lw__turn_put(struct lw_loop *lw, struct turn *t);
 /* Take w off t's list, where it waits. */
 void lw__turn_unlink(struct turn *t, struct request *w);
 
-/* Waiters whose wait ran out get LW_ETIMEOUT; returns when the next one's
- * does (INT64_MAX: none waits). */
+/* Waiters whose wait ran out get LW_ETIMEOUT, every one LW_ESHUTDOWN once
+ * lw_shutdown() runs; returns when the next wait runs out (INT64_MAX: none
+ * waits). */
 int64_t lw__turn_expire(struct lw_loop *lw);
 
 /* The pump's batch's HANDs and CHECKs, before its releases through Redis

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/gate.h"
 #include "base/result.h"
 #include "core/lease.h"
 #include "loop/loop.h"
@@ -155,27 +156,30 @@ void lw__turn_led(struct lw_loop *lw, struct request *q, uint32_t fences,
     lw__turn_next(lw, t);
 }
 
-/* The waiters of turns whose wait ran out get LW_ETIMEOUT.  Returns when
- * the next one's does (INT64_MAX: none waits).  Under lw->mu. */
+/* The waiters of turns whose wait ran out get LW_ETIMEOUT, and every one
+ * LW_ESHUTDOWN once lw_shutdown() runs.  Returns when the next wait runs
+ * out (INT64_MAX: none waits).  Under lw->mu. */
 int64_t lw__turn_expire(struct lw_loop *lw)
 {
     int64_t now = lw__now_us(), next = INT64_MAX;
-    int done = 0;
+    int done = 0, closing = lw__gate_closing();
 
-    if (now < lw->deadline_us)
+    if (now < lw->deadline_us && !closing)
         return lw->deadline_us;
     for (struct turn *t = lw->turns; t != NULL; t = t->next) {
         struct request *w = t->head, *wnext;
         for (; w != NULL; w = wnext) {
             int64_t at = w->asked_us + (int64_t)w->opts[0].wait_ms * 1000;
             wnext = w->qnext;
-            if (at > now) {
+            if (at > now && !closing) {
                 next = at < next ? at : next;
                 continue;
             }
             lw__turn_unlink(t, w);
+            if (!closing)
+                lw__lease_waited_out(&w->opts[0], w->asked_us);
             w->turn = NULL;
-            w->status = LW_ETIMEOUT;
+            w->status = closing ? LW_ESHUTDOWN : LW_ETIMEOUT;
             lw__loop_finish(lw, w);
             done = 1;
         }
@@ -226,7 +230,7 @@ static void pump_hand(struct lw_loop *lw, struct request *q)
     lw__turn_unlink(t, w);
     w->state = RUNNING; /* lw_cancel_async() now leaves it to us (ended) */
     pthread_mutex_unlock(&lw->mu);
-    rc = lw__lease_hand_on(q->lease, t->next_fence, 0, &to);
+    rc = lw__lease_hand_on(q->lease, t->next_fence, 0, w->asked_us, &to);
     pthread_mutex_lock(&lw->mu);
     if (rc != LW_OK) {
         if (w->ended)
@@ -374,7 +378,8 @@ int lw__turn_give(struct lw_loop *lw, struct turn *t, struct request *q)
              * run_lost (lw_cancel_async() runs on this thread). */
             lw__turn_unlink(t, w);
             pthread_mutex_unlock(&lw->mu);
-            rc = lw__lease_hand_on(q->lease, t->next_fence, 1, &to);
+            rc =
+                lw__lease_hand_on(q->lease, t->next_fence, 1, w->asked_us, &to);
             pthread_mutex_lock(&lw->mu);
             if (rc == LW_OK) {
                 t->next_fence++;

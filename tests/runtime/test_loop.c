@@ -23,7 +23,8 @@
  *                 new owner, and the next request waits for it
  *   turn_waits    a request waiting its turn behind a lease of the loop
  *                 times out when its own wait runs out, the lease still
- *                 held; one canceled is never handed the lock
+ *                 held, counted in lw_stats as a blocking wait is; one
+ *                 canceled is never handed the lock
  *   cancel        lw_cancel_async(): the callback runs at once with
  *                 LW_ECANCELED, and the lock it was waiting for is not
  *                 kept when it comes
@@ -41,7 +42,8 @@
  *   faults        connections cut, the server paused, the server restarted
  *                 while 8 requests wait: each ends (served or told why),
  *                 and a request after it is served
- *   shutdown      lw_shutdown() ends a waiting request: LW_ESHUTDOWN
+ *   shutdown      lw_shutdown() ends a waiting request: LW_ESHUTDOWN, also
+ *                 one waiting its turn behind a lease of its loop
  *   pipelined     256 acquisitions of free keys at once on a new loop, then
  *                 their releases: every one LW_OK, fences distinct and
  *                 rising per key, the keys gone after, and a few new
@@ -702,10 +704,12 @@ static void turn_waits(struct event_base *base, lw_loop *loop)
                  once = lock_opts(10000, 0, -1);
     struct req held = {0}, timed = {0}, tried = {0}, dropped = {0}, next = {0};
     int64_t asked_ms;
+    lw_stats before, after;
 
     CHECK_RC(lw_acquire_async(loop, "twait", 5, &o, on_acquired, &held), LW_OK);
     CHECK_EQ(run_until(base, req_done, &held, 30000), 0);
     CHECK_RC(held.status, LW_OK);
+    lw_stats_get(&before);
     asked_ms = now_ms();
     CHECK_RC(lw_acquire_async(loop, "twait", 5, &brief, on_acquired, &timed),
              LW_OK);
@@ -739,6 +743,12 @@ static void turn_waits(struct event_base *base, lw_loop *loop)
     CHECK_EQ(run_until(base, released, NULL, 30000), 0);
     CHECK_RC(released_status, LW_OK);
     CHECK_EQ(lock_exists(&srv, "twait"), 0);
+    /* Counted as blocking waits are: two timed out, three found it busy
+     * (the canceled one never ended its wait). */
+    lw_stats_get(&after);
+    CHECK_EQ(after.timed_out - before.timed_out, 2);
+    CHECK_EQ(after.contended - before.contended, 3);
+    CHECK_EQ(after.acquired - before.acquired, 1);
     printf("turn_waits: waits behind the loop's own lease ran out in time; "
            "a canceled one was passed over\n");
 }
@@ -1063,12 +1073,17 @@ static void shutdown_waiting(void)
     struct event_base *base = event_base_new();
     lw_loop *loop = lw_loop_event(base);
     lw_lock_opts o = lock_opts(10000, 30000, -1);
-    struct req r = {0};
+    struct req r = {0}, mine = {0}, turn = {0};
     int64_t t0;
     hold_elsewhere("sd", 3000);
 
     CHECK(loop != NULL);
     CHECK_RC(lw_acquire_async(loop, "sd", 2, &o, on_acquired, &r), LW_OK);
+    /* And one waiting its turn behind a lease of the loop itself. */
+    CHECK_RC(lw_acquire_async(loop, "sd2", 3, &o, on_acquired, &mine), LW_OK);
+    CHECK_EQ(run_until(base, req_done, &mine, 10000), 0);
+    CHECK_RC(mine.status, LW_OK);
+    CHECK_RC(lw_acquire_async(loop, "sd2", 3, &o, on_acquired, &turn), LW_OK);
     sleep_ms(200);
     t0 = now_ms();
     lw_shutdown();
@@ -1077,6 +1092,8 @@ static void shutdown_waiting(void)
            "%s\n",
            (long long)(now_ms() - t0), lw_strerror(r.status));
     CHECK_RC(r.status, LW_ESHUTDOWN);
+    CHECK_EQ(run_until(base, req_done, &turn, 10000), 0);
+    CHECK_RC(turn.status, LW_ESHUTDOWN);
     lw_loop_free(loop);
     event_base_free(base);
     use_server(&srv);
