@@ -43,6 +43,7 @@ struct request {
                            run's fences too */
     int op;             /* RELEASE at the pump: GIVE, HAND or CHECK */
     int checked;        /* CHECK, HAND: what Redis said of the key */
+    unsigned run_id;    /* CHECK, HAND: the run (turn's run_id) it was of */
     int n;              /* keys; then, in the request's own allocation: */
     lw_lock_opts *opts; /* each key's options */
     const void **keys;
@@ -67,6 +68,7 @@ struct turn {
                              is handed it */
     int pending;          /* its releases at the pump (HAND, CHECK) */
     unsigned run;         /* sections the lock's take from Redis has served */
+    unsigned run_id;      /* one more for every take from Redis */
     int run_lost;         /* a check found the run's token gone from the key */
     uint32_t fences_left; /* minted for the run, not handed out yet */
     uint64_t next_fence;  /* the lowest of them */

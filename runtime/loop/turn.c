@@ -146,6 +146,7 @@ void lw__turn_led(struct lw_loop *lw, struct request *q, uint32_t fences,
     if (t == NULL)
         return;
     if (q->status == LW_OK && !q->ended) {
+        t->run_id++;
         t->run = 1;
         t->run_lost = 0;
         t->fences_left = fences;
@@ -202,6 +203,7 @@ static void pump_hand(struct lw_loop *lw, struct request *q)
     struct turn *t = q->turn;
     struct request *w;
     lw_lease *to = NULL;
+    uint64_t fence;
     int rc = LW_OK, minted = 0;
 
     pthread_mutex_lock(&lw->mu);
@@ -229,8 +231,9 @@ static void pump_hand(struct lw_loop *lw, struct request *q)
     }
     lw__turn_unlink(t, w);
     w->state = RUNNING; /* lw_cancel_async() now leaves it to us (ended) */
+    fence = t->next_fence;
     pthread_mutex_unlock(&lw->mu);
-    rc = lw__lease_hand_on(q->lease, t->next_fence, 0, w->asked_us, &to);
+    rc = lw__lease_hand_on(q->lease, fence, 0, w->asked_us, &to);
     pthread_mutex_lock(&lw->mu);
     if (rc != LW_OK) {
         if (w->ended)
@@ -269,8 +272,9 @@ static void pump_hand(struct lw_loop *lw, struct request *q)
  * The batch's hand-offs (HAND) and checks (CHECK), in its order, before its
  * releases through Redis: a run's checks must read the key as its sections
  * left it, so they go before the run's release (a GIVE, in this batch or a
- * later one).  One check answers for every CHECK of its turn in the batch:
- * each of their sections ended before it was sent.  Outside lw->mu.
+ * later one).  One check answers for every CHECK of the same run in the
+ * batch: each of their sections ended before it was sent.  Outside
+ * lw->mu.
  */
 void lw__turn_hand_over(struct lw_loop *lw, struct request *batch)
 {
@@ -282,17 +286,16 @@ void lw__turn_hand_over(struct lw_loop *lw, struct request *batch)
             pump_hand(lw, q);
             continue;
         }
-        while (p != q &&
-               (p->pool != RELEASE || p->op != CHECK || p->turn != q->turn))
+        while (p != q && (p->pool != RELEASE || p->op != CHECK ||
+                          p->turn != q->turn || p->run_id != q->run_id))
             p = p->qnext;
         q->checked = p != q ? p->checked : lw__lease_check(q->lease);
         q->status = lw__lease_handed_back(q->lease, q->checked);
         q->lease = NULL;
-        if (q->checked == LW_ELOST) {
-            pthread_mutex_lock(&lw->mu);
-            q->turn->run_lost = 1;
-            pthread_mutex_unlock(&lw->mu);
-        }
+        pthread_mutex_lock(&lw->mu);
+        if (q->checked == LW_ELOST && q->turn->run_id == q->run_id)
+            q->turn->run_lost = 1; /* not a later run's */
+        pthread_mutex_unlock(&lw->mu);
     }
 }
 
@@ -376,10 +379,10 @@ int lw__turn_give(struct lw_loop *lw, struct turn *t, struct request *q)
             /* w is off the list: the pump's clock cannot time it out
              * meanwhile, and nothing else of t changes but its checks'
              * run_lost (lw_cancel_async() runs on this thread). */
+            uint64_t fence = t->next_fence;
             lw__turn_unlink(t, w);
             pthread_mutex_unlock(&lw->mu);
-            rc =
-                lw__lease_hand_on(q->lease, t->next_fence, 1, w->asked_us, &to);
+            rc = lw__lease_hand_on(q->lease, fence, 1, w->asked_us, &to);
             pthread_mutex_lock(&lw->mu);
             if (rc == LW_OK) {
                 t->next_fence++;
@@ -399,6 +402,7 @@ int lw__turn_give(struct lw_loop *lw, struct turn *t, struct request *q)
     }
     if (q->op != GIVE) {
         q->turn = t;
+        q->run_id = t->run_id;
         q->asked_us = lw__now_us(); /* a CHECK waits from now */
         t->pending++;
         rc = lw__pump_submit(lw, q); /* t's leases are the pump's: it runs */
@@ -408,8 +412,9 @@ int lw__turn_give(struct lw_loop *lw, struct turn *t, struct request *q)
             t->pending--;
     } else {
         rc = lw__loop_start(lw, q, lw__lease_give_batchable(q->lease));
-        if (rc == LW_OK)
-            lw__turn_next(lw, t); /* its try after the release, at the pump */
+        /* Its try after the release, at the pump.  Also when the release
+         * could not start: the lease stays the loop's, no longer t's. */
+        lw__turn_next(lw, t);
     }
     pthread_mutex_unlock(&lw->mu);
     if (rc != LW_OK)
