@@ -82,6 +82,13 @@ void lw__turn_put(struct lw_loop *lw, struct turn *t)
     free(t);
 }
 
+/* When q's wait runs out (lw__now_us()): counted from its call, as a
+ * blocking caller's wait is. */
+static int64_t wait_end_us(const struct request *q)
+{
+    return q->asked_us + (int64_t)q->opts[0].wait_ms * 1000;
+}
+
 /* Take w off t's list, where it waits (anywhere on it).  Under lw->mu. */
 void lw__turn_unlink(struct turn *t, struct request *w)
 {
@@ -170,7 +177,7 @@ int64_t lw__turn_expire(struct lw_loop *lw)
     for (struct turn *t = lw->turns; t != NULL; t = t->next) {
         struct request *w = t->head, *wnext;
         for (; w != NULL; w = wnext) {
-            int64_t at = w->asked_us + (int64_t)w->opts[0].wait_ms * 1000;
+            int64_t at = wait_end_us(w);
             wnext = w->qnext;
             if (at > now && !closing) {
                 next = at < next ? at : next;
@@ -303,7 +310,7 @@ void lw__turn_hand_over(struct lw_loop *lw, struct request *batch)
  * the pump, whose clock times waiters out, has no thread.  Under lw->mu. */
 static int wait_turn(struct lw_loop *lw, struct turn *t, struct request *q)
 {
-    int64_t at = q->asked_us + (int64_t)q->opts[0].wait_ms * 1000;
+    int64_t at = wait_end_us(q);
 
     if (lw__pump_start(lw) != LW_OK)
         return LW_ESYSTEM;
