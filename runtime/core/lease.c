@@ -261,6 +261,12 @@ int lw__lease_give_batchable(const lw_lease *l)
     return ok;
 }
 
+void lw__lease_key(const lw_lease *l, const void **key, size_t *keylen)
+{
+    *key = l->k[0].key + l->k[0].prefix_len;
+    *keylen = l->k[0].keylen - l->k[0].prefix_len;
+}
+
 /* ops[i]'s take or give-back as a key's (lw_take_op), into t: 1 when it
  * is in the batch, 0 when it is already over (ops[i].status set). */
 static int batch_op(struct lw_lease_op *op, struct lw_take_op *t)

@@ -41,6 +41,10 @@ int lw__lease_batchable(const void *key, size_t keylen,
  * lw__give_batchable()?  1 or 0. */
 int lw__lease_give_batchable(const lw_lease *l);
 
+/* l's first key as its caller named it (no prefix): in l, valid while l
+ * is. */
+void lw__lease_key(const lw_lease *l, const void **key, size_t *keylen);
+
 struct lw_lease_op {
     int give;        /* 0: take key, 1: give back lease */
     const void *key; /* take: one key (copied), with its options */

@@ -9,20 +9,23 @@
  * waiting for a busy lock nor renewing (the watchdog's thread does that)
  * nor releasing.
  *
- * The pump does the simple requests, many at once: an acquisition of one
+ * The pumps do the simple requests, many at once: an acquisition of one
  * free key on one server, and the release of a lease it took (core/lease.h
- * says which: lw__lease_batchable(), lw__lease_give_batchable()).  It
+ * says which: lw__lease_batchable(), lw__lease_give_batchable()).  A pump
  * takes every request queued for it, sends them all in one write on its
  * thread's connection (lw__lease_batch(): each acquisition the kind's free
  * try, each release its release script, with everything a blocking call
  * does around them) and wakes the loop once for the batch.  A request's
  * round trip then costs a thread wake-up and a Redis read and write per
- * batch, not per request.  An acquisition that finds its key busy goes on
- * to the ACQUIRE pool, which takes it the blocking way (Redis's queue, the
- * wake-up on release); so does one whose key a request of the pools wants
- * (requests of one loop for one key are served in the order they came),
- * or a thread of this process holds or waits for (the cohort hands it on
- * in memory, cohort.c).
+ * batch, not per request.  Each key's requests go to one pump (its hash's),
+ * which sends them in the order they came; there are two, so that Redis
+ * runs one's batch while the other reads its replies and writes the next
+ * (with one, Redis waits for the pump between batches).  An acquisition that
+ * finds its key busy goes on to the ACQUIRE pool, which takes it the blocking
+ * way (Redis's queue, the wake-up on release); so does one whose key a request
+ * of the pools wants (requests of one loop for one key are served in the order
+ * they came), or a thread of this process holds or waits for (the cohort hands
+ * it on in memory, cohort.c).
  *
  * Requests of the loop for one key, with the same options, are served in
  * turn, handed the lease in memory (turn.c).
@@ -56,6 +59,7 @@
 #include "base/config.h"
 #include "base/fork.h"
 #include "base/gate.h"
+#include "base/hash.h"
 #include "base/result.h"
 #include "core/guard.h"
 #include "core/lease.h"
@@ -96,7 +100,8 @@ static void unref(struct lw_loop *lw)
     }
     for (int p = 0; p < NPOOLS; p++)
         pthread_cond_destroy(&lw->pool[p].cv);
-    pthread_cond_destroy(&lw->pump.cv);
+    for (int p = 0; p < NPUMPS; p++)
+        pthread_cond_destroy(&lw->pump[p].cv);
     pthread_mutex_destroy(&lw->mu);
     free(lw);
 }
@@ -335,17 +340,18 @@ static int pumped(struct lw_loop *lw, struct request *q,
  * and wakes the loop once for all that are done. */
 static void *pump(void *arg)
 {
-    struct lw_loop *lw = arg;
+    struct pump *p = arg;
+    struct lw_loop *lw = p->loop;
     struct lw_lease_op *ops = NULL;
     int cap = 0;
 
     pthread_mutex_lock(&lw->mu);
     for (;;) {
-        struct request *batch = lw->pump.head, *q, *next, *won = NULL;
+        struct request *batch = p->head, *q, *next, *won = NULL;
         int n = 0, m = 0, done = 0;
-        int64_t until = lw__turn_expire(lw);
+        int64_t until = p == &lw->pump[0] ? lw__turn_expire(lw) : INT64_MAX;
         /* Only CHECKs queued: they wait a little for company. */
-        if (batch != NULL && lw->pump.others == 0 && !lw->closing &&
+        if (batch != NULL && p->others == 0 && !lw->closing &&
             batch->asked_us + CHECK_DELAY_US > lw__now_us()) {
             if (batch->asked_us + CHECK_DELAY_US < until)
                 until = batch->asked_us + CHECK_DELAY_US;
@@ -353,27 +359,27 @@ static void *pump(void *arg)
         }
         if (batch == NULL) {
             struct timespec ts = lw__abstime_us(until);
-            if (lw->closing && lw->pump.head == NULL)
+            if (lw->closing && p->head == NULL)
                 break;
-            lw->pump.idle++;
+            p->idle++;
             if (until == INT64_MAX)
-                pthread_cond_wait(&lw->pump.cv, &lw->mu);
+                pthread_cond_wait(&p->cv, &lw->mu);
             else
-                pthread_cond_timedwait(&lw->pump.cv, &lw->mu, &ts);
-            lw->pump.idle--;
+                pthread_cond_timedwait(&p->cv, &lw->mu, &ts);
+            p->idle--;
             continue;
         }
-        lw->pump.head = NULL;
-        lw->pump.tail = &lw->pump.head;
-        lw->pump.others = 0;
+        p->head = NULL;
+        p->tail = &p->head;
+        p->others = 0;
         for (q = batch; q != NULL; q = q->qnext, n++)
             q->state = RUNNING;
         pthread_mutex_unlock(&lw->mu);
         lw__turn_hand_over(lw, batch);
         if (n > cap) {
-            struct lw_lease_op *p = realloc(ops, (size_t)n * sizeof *ops);
-            if (p != NULL) {
-                ops = p;
+            struct lw_lease_op *more = realloc(ops, (size_t)n * sizeof *ops);
+            if (more != NULL) {
+                ops = more;
                 cap = n;
             }
         }
@@ -416,42 +422,58 @@ static void *pump(void *arg)
     return NULL;
 }
 
-/* Start the pump's thread if it has none: LW_OK, or LW_ESYSTEM.  Under
+/* Start the thread of pump p if it has none: LW_OK, or LW_ESYSTEM.  Under
  * lw->mu. */
-int lw__pump_start(struct lw_loop *lw)
+int lw__pump_start(struct lw_loop *lw, struct pump *p)
 {
     pthread_attr_t a;
     pthread_t t;
 
-    if (!lw->pump.started) {
+    if (!p->started) {
         pthread_attr_init(&a);
         pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-        if (pthread_create(&t, &a, pump, lw) == 0) {
-            lw->pump.started = 1;
+        if (pthread_create(&t, &a, pump, p) == 0) {
+            p->started = 1;
             lw->refs++;
         }
         pthread_attr_destroy(&a);
     }
-    return lw->pump.started ? LW_OK : LW_ESYSTEM;
+    return p->started ? LW_OK : LW_ESYSTEM;
 }
 
-/* Queue q for the pump, starting its thread on first use.  Under lw->mu.
- * LW_OK, or LW_ESYSTEM when it has no thread (q is not queued). */
+/* The pump of q's key: all of a key's requests go to one pump, which
+ * sends them in the order they came. */
+static struct pump *pump_of(struct lw_loop *lw, const struct request *q)
+{
+    const void *key = q->pool == ACQUIRE ? q->keys[0] : NULL;
+    size_t keylen = q->pool == ACQUIRE ? q->keylens[0] : 0;
+
+    if (q->pool != ACQUIRE)
+        lw__lease_key(q->lease, &key, &keylen);
+    return &lw->pump[lw__hash_bytes(key, keylen) % NPUMPS];
+}
+
+/* Queue q for the pump of its key, starting its thread on first use.
+ * Under lw->mu.  LW_OK, or LW_ESYSTEM when it has no thread (q is not
+ * queued). */
 int lw__pump_submit(struct lw_loop *lw, struct request *q)
 {
-    if (lw__pump_start(lw) != LW_OK)
+    struct pump *p = pump_of(lw, q);
+
+    if (lw__pump_start(lw, p) != LW_OK)
         return LW_ESYSTEM;
     q->pumped = 1;
+    q->pump = p;
     q->state = QUEUED;
     q->qnext = NULL;
-    *lw->pump.tail = q;
-    lw->pump.tail = &q->qnext;
+    *p->tail = q;
+    p->tail = &q->qnext;
     if (!is_check(q))
-        lw->pump.others++;
+        p->others++;
     /* A CHECK behind another has nothing to tell a pump that sleeps: it
      * sleeps until the first one is due. */
-    if (lw->pump.idle > 0 && (!is_check(q) || lw->pump.head == q))
-        pthread_cond_signal(&lw->pump.cv);
+    if (p->idle > 0 && (!is_check(q) || p->head == q))
+        pthread_cond_signal(&p->cv);
     return LW_OK;
 }
 
@@ -485,8 +507,8 @@ static void live_wake(void)
     pthread_mutex_lock(&live.mu);
     for (struct lw_loop *lw = live.head; lw != NULL; lw = lw->live_next) {
         pthread_mutex_lock(&lw->mu);
-        lw->deadline_us = 0; /* its pump looks at the waiters again */
-        pthread_cond_broadcast(&lw->pump.cv);
+        lw->deadline_us = 0; /* its first pump looks at the waiters again */
+        pthread_cond_broadcast(&lw->pump[0].cv);
         pthread_mutex_unlock(&lw->mu);
     }
     pthread_mutex_unlock(&live.mu);
@@ -536,9 +558,12 @@ lw_loop *lw_loop_new_sized(const lw_loop_hooks *hooks, size_t size)
     pthread_condattr_init(&ca);
     /* Waiters time out on the monotonic clock, as every deadline here. */
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&lw->pump.cv, &ca);
+    for (int p = 0; p < NPUMPS; p++) {
+        pthread_cond_init(&lw->pump[p].cv, &ca);
+        lw->pump[p].tail = &lw->pump[p].head;
+        lw->pump[p].loop = lw;
+    }
     pthread_condattr_destroy(&ca);
-    lw->pump.tail = &lw->pump.head;
     lw->done_tail = &lw->done;
     list_init(&lw->pending);
     lw->held.prev = lw->held.next = &lw->held;
@@ -822,8 +847,8 @@ static void cancel_one(struct lw_loop *lw, struct request *q)
     } else if (q->state == QUEUED && q->pool == ACQUIRE) {
         struct turn *t = q->turn;
         if (q->pumped) {
-            unqueue(&lw->pump.head, &lw->pump.tail, q);
-            lw->pump.others--;
+            unqueue(&q->pump->head, &q->pump->tail, q);
+            q->pump->others--;
         } else {
             unqueue(&pl->head, &pl->tail, q);
             pl->queued--;
@@ -922,7 +947,8 @@ void lw_loop_free(lw_loop *lw)
     lw->closing = 1;
     for (int p = 0; p < NPOOLS; p++)
         pthread_cond_broadcast(&lw->pool[p].cv);
-    pthread_cond_broadcast(&lw->pump.cv);
+    for (int p = 0; p < NPUMPS; p++)
+        pthread_cond_broadcast(&lw->pump[p].cv);
     pthread_mutex_unlock(&lw->mu);
     lw->hooks.unwatch(lw->handle);
     close(lw->fd);

@@ -24,8 +24,9 @@ struct request {
     struct request *qnext;       /* in a pool's queue, the pump's, or the
                                     done list */
     int pool;                    /* ACQUIRE or RELEASE: what it does */
-    int pumped; /* the pump's (queued for it or in its batch), not a
-                   pool's */
+    int pumped;        /* a pump's (queued for it or in its batch), not a
+                          pool's */
+    struct pump *pump; /* the pump of its key (lw__pump_submit()) */
     int state;
     int ended; /* its callback ran (canceled): only the worker is left */
     void *ud;
@@ -84,9 +85,16 @@ struct pool {
     int workers, idle, max;
 };
 
-/* The pump: one thread that does the loop's simple requests many at once,
- * on its own connection (see the top of this file). */
+/* The pumps: threads that do the loop's simple requests many at once, each
+ * on its own connection, each for its share of the keys (see loop.c).  Two
+ * keep Redis busy while a loop has many requests in flight: one pump's
+ * batch runs there while the other reads its replies and writes its next.
+ * More add connections and threads for nothing (measured: four do what two
+ * do). */
+#define NPUMPS 2
+
 struct pump {
+    struct lw_loop *loop;
     struct request *head, **tail; /* waiting for its next batch */
     int others;                   /* how many of them are not CHECKs */
     pthread_cond_t cv;            /* it waits here when idle */
@@ -101,7 +109,7 @@ struct lw_loop {
     unsigned fork_gen; /* the process it was made in */
     pthread_mutex_t mu;
     struct pool pool[NPOOLS];
-    struct pump pump;
+    struct pump pump[NPUMPS];
     struct request *done, **done_tail; /* for the loop's thread */
     struct request pending;            /* list head: every request whose
                                           callback has not run */
@@ -153,11 +161,12 @@ int lw__loop_start(struct lw_loop *lw, struct request *q, int pump);
  * could start and none is there. */
 int lw__loop_submit(struct lw_loop *lw, struct request *q);
 
-/* Start the pump's thread if it has none: LW_OK, or LW_ESYSTEM. */
-int lw__pump_start(struct lw_loop *lw);
+/* Start the thread of pump p if it has none: LW_OK, or LW_ESYSTEM.  The
+ * first pump keeps the clock that times out turns' waiters. */
+int lw__pump_start(struct lw_loop *lw, struct pump *p);
 
-/* Queue q for the pump, starting its thread on first use: LW_OK, or
- * LW_ESYSTEM when it has no thread (q is not queued). */
+/* Queue q for the pump of its key, starting its thread on first use:
+ * LW_OK, or LW_ESYSTEM when it has no thread (q is not queued). */
 int lw__pump_submit(struct lw_loop *lw, struct request *q);
 
 /* turn.c */

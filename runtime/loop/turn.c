@@ -312,7 +312,7 @@ static int wait_turn(struct lw_loop *lw, struct turn *t, struct request *q)
 {
     int64_t at = wait_end_us(q);
 
-    if (lw__pump_start(lw) != LW_OK)
+    if (lw__pump_start(lw, &lw->pump[0]) != LW_OK)
         return LW_ESYSTEM;
     q->turn = t;
     q->state = QUEUED;
@@ -322,8 +322,8 @@ static int wait_turn(struct lw_loop *lw, struct turn *t, struct request *q)
     q->waiting = 1;
     if (at < lw->deadline_us) {
         lw->deadline_us = at;
-        if (lw->pump.idle > 0)
-            pthread_cond_signal(&lw->pump.cv); /* it sleeps until later */
+        if (lw->pump[0].idle > 0)
+            pthread_cond_signal(&lw->pump[0].cv); /* it sleeps until later */
     }
     return LW_OK;
 }
