@@ -127,6 +127,8 @@ static const char enqueue_lua[] = MINT_LUA
  * receipt are not declared (their names depend on the queue's head and our
  * token), so such a key may have moved: pcall catches that, and the waiter
  * is only woken, never handed a lock it may not be alive to release.
+ * With no queue at all, the common case, the key is deleted before the
+ * hand-off's functions are even defined: every release would pay for them.
  */
 /* clang-format off */
 /* The readers' set is not declared here (a mutex's release would otherwise
@@ -134,8 +136,7 @@ static const char enqueue_lua[] = MINT_LUA
  * queue's name with ":r" for ":q".  So readers queued behind a writer are
  * handed the lock only where that set can be written (readers_here()), and
  * woken to compete where it cannot. */
-static const char release_lua[] = MINT_LUA
-    READERS_LUA("string.sub(KEYS[2], 1, -3) .. ':r'")
+static const char release_lua[] =
     "local v = redis.call('get', KEYS[1])\n"
     "local receipt = ARGV[4] .. ARGV[1] .. ':rel'\n"
     "if v ~= ARGV[1] then\n"
@@ -143,6 +144,11 @@ static const char release_lua[] = MINT_LUA
     "  if v then return -1 end\n"
     "  return 0\n"
     "end\n"
+    "if redis.call('exists', KEYS[2]) == 0 then\n"
+    "  redis.call('del', KEYS[1])\n"
+    "  return 1\n"
+    "end\n"
+    MINT_LUA READERS_LUA("string.sub(KEYS[2], 1, -3) .. ':r'")
     HANDOFF_LUA("redis.call('set', KEYS[1], tok, 'PX', lease)",
                 "add_reader(tok, lease, math.floor(clock() / 1000))",
                 "readers_here()", "redis.call('del', KEYS[1])");

@@ -25,15 +25,16 @@
  * than a GET then a SET, and the counter is written again only when it was
  * not behind the clock.  Fences are past 14 digits, where Lua prints a
  * number as "1.7955509984812e+15": they are written with
- * string.format('%d'), the clock from TIME's own strings; Lua's doubles hold
- * them exactly (below 2^53).  A counter holding anything but a number was
- * written by someone else: it is put back as it was (KEEPTTL keeps its TTL,
- * if it had one) and the script fails rather than guess.
+ * string.format('%d'); Lua's doubles hold them, and the clock's seconds
+ * times a million plus its microseconds, exactly (below 2^53).  A counter
+ * holding anything but a number was written by someone else: it is put
+ * back as it was (KEEPTTL keeps its TTL, if it had one) and the script
+ * fails rather than guess.
  */
 #define MINT_LUA                                                               \
     "local function mint(k, n)\n"                                              \
     "  local t = redis.call('time')\n"                                         \
-    "  local f = tonumber(t[1] .. string.format('%06d', tonumber(t[2])))\n"    \
+    "  local f = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"                 \
     "  local add = (n or 1) - 1\n"                                             \
     "  local v = redis.call('set', k, string.format('%d', f + add),\n"         \
     "                       'KEEPTTL', 'GET')\n"                               \
