@@ -37,14 +37,14 @@
  * waits for locks (a worker may wait as long as a request's wait), RELEASE
  * gives them back: a release never queues behind acquisitions that wait
  * for the lock it gives back.  The bounds bound the connections a loop
- * opens (each worker, and the pump, keeps its thread's own, as any thread
+ * opens (each worker, and each pump, keeps its thread's own, as any thread
  * does), however many requests are in flight: the rest wait in the loop's
  * queues, in the order they came.
  *
  * A request ended by lw_cancel_async() or lw_loop_free() gets its callback
- * at once; its worker or the pump, if it has it, finishes in the
+ * at once; its worker or its pump, if it has it, finishes in the
  * background and gives back whatever it won.  The loop's memory is shared
- * by its thread, its workers and its pump, and freed by the last of them:
+ * by its thread, its workers and its pumps, and freed by the last of them:
  * lw_loop_free() never waits for a worker's wait to end.
  */
 #include <lockweave.h>
@@ -494,7 +494,7 @@ static int key_in_pools(struct lw_loop *lw, const struct request *q)
 }
 
 /* Every loop not freed yet, for lw_shutdown(): requests waiting their turn
- * (turn.c) wait on their pump's clock, which the gate's closing wakes so
+ * (turn.c) wait on the first pump's clock, which the gate's closing wakes so
  * that they end LW_ESHUTDOWN at once, as waits in Redis do. */
 static struct {
     pthread_mutex_t mu;
@@ -634,9 +634,9 @@ int lw__loop_start(struct lw_loop *lw, struct request *q, int pump)
 
 /* Start q on lw (the loop's thread): LW_OK, or why not (q freed).  With
  * pump set (the caller asked the core: lw__lease_batchable() or
- * lw__lease_give_batchable()), the pump does it, unless an acquisition of
- * the pools wants its key; else, or when the pump has no thread, a pool's
- * worker. */
+ * lw__lease_give_batchable()), its key's pump does it, unless an
+ * acquisition of the pools wants its key; else, or when that pump has no
+ * thread, a pool's worker. */
 static int start(struct lw_loop *lw, struct request *q, int pump)
 {
     int rc;

@@ -3,7 +3,7 @@
 
 /*
  * An event loop's state (lw_loop), shared by the files of runtime/loop:
- * loop.c (the calls, the pools and the pump) and turn.c (one key's
+ * loop.c (the calls, the pools and the pumps) and turn.c (one key's
  * requests handed the lease in memory).  Everything here is under lw->mu
  * unless a field says otherwise.
  */
@@ -152,8 +152,8 @@ void lw__loop_finish(struct lw_loop *lw, struct request *q);
 /* Tell the loop's thread that requests are done. */
 void lw__loop_wake(struct lw_loop *lw);
 
-/* Start q (its pool, pump or not, set): by the pump when pump is set and
- * no acquisition of the pools wants its key, else by a pool's worker;
+/* Start q (its pool, pump or not, set): by its key's pump when pump is set
+ * and no acquisition of the pools wants its key, else by a pool's worker;
  * pending from then on.  LW_OK, or why not (q not freed). */
 int lw__loop_start(struct lw_loop *lw, struct request *q, int pump);
 

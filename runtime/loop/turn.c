@@ -18,7 +18,10 @@
  * hand-off itself runs on the loop's thread, in lw_release_async(), when
  * the run has fences left and no renewal of the lease is in flight;
  * otherwise the pump does it (HAND), where a round trip may be waited
- * for.  A request waiting its turn times out on the pump's clock.
+ * for.  The pump here is always the key's (loop.c): every request of a
+ * turn goes to it, so its checks, hand-offs and releases reach Redis in
+ * the order they were made.  A request waiting its turn times out on the
+ * first pump's clock.
  */
 #include <lockweave.h>
 #include <stdlib.h>
@@ -307,7 +310,8 @@ void lw__turn_hand_over(struct lw_loop *lw, struct request *batch)
 }
 
 /* Wait for q's turn t (led by another request): LW_OK, or LW_ESYSTEM when
- * the pump, whose clock times waiters out, has no thread.  Under lw->mu. */
+ * the first pump, whose clock times waiters out, has no thread.  Under
+ * lw->mu. */
 static int wait_turn(struct lw_loop *lw, struct turn *t, struct request *q)
 {
     int64_t at = wait_end_us(q);
@@ -383,7 +387,7 @@ int lw__turn_give(struct lw_loop *lw, struct turn *t, struct request *q)
     if (w != NULL && !t->run_lost && lw__lease_may_hand(q->lease, t->run)) {
         q->op = HAND;
         if (t->fences_left > 0) {
-            /* w is off the list: the pump's clock cannot time it out
+            /* w is off the list: the first pump's clock cannot time it out
              * meanwhile, and nothing else of t changes but its checks'
              * run_lost (lw_cancel_async() runs on this thread). */
             uint64_t fence = t->next_fence;

@@ -17,13 +17,13 @@
 static void high_bits(unsigned char low, unsigned m)
 {
     int count[8] = {0};
-    char key[8] = "stock:XY";
+    char key[] = "stock:XY";
 
     for (int x = 0; x < 16; x++)
         for (int y = 0; y < 16; y++) {
             key[6] = (char)(8 * x + low);
             key[7] = (char)(8 * (y + 16) + low);
-            count[lw__hash_bytes(key, sizeof key) % m]++;
+            count[lw__hash_bytes(key, sizeof key - 1) % m]++;
         }
     for (unsigned b = 0; b < m; b++)
         CHECK_MSG(count[b] >= 256 / (int)m / 4,
