@@ -389,12 +389,13 @@ int lw__lease_hand_on(lw_lease *from, uint64_t fence, int nowait,
                       int64_t asked_us, lw_lease **to)
 {
     struct key *k = &from->k[0];
-    const void *key = k->key + k->prefix_len;
-    size_t keylen = k->keylen - k->prefix_len;
+    const void *key;
+    size_t keylen;
     struct lw_lease *l;
     int rc;
 
     *to = NULL;
+    lw__lease_key(from, &key, &keylen);
     /* One renewer at a time, and from's validity read after its last
      * renewal. */
     if (!nowait)
