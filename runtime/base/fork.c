@@ -23,6 +23,13 @@ static pthread_mutex_t register_mu = PTHREAD_MUTEX_INITIALIZER;
  * published with release: entries [0..n) are complete. */
 static const void *hooks[HOOKS_MAX], *mutexes[MUTEXES_MAX];
 static int nhooks, nmutexes;
+/* How many of each prepare() ran or took: the parent and the child undo
+ * exactly those.  A module may register while another thread forks (its
+ * first lock lost, say): read again after the fork, the counts would run
+ * a parent hook whose prepare never ran, or unlock a mutex nobody took.
+ * Per thread: pthread_atfork() runs all three in the forking thread (the
+ * child in its copy of it), and two threads may fork at once. */
+static _Thread_local int fork_hooks, fork_mutexes;
 
 static int count(const int *n)
 {
@@ -42,7 +49,7 @@ static pthread_mutex_t *mutex(int i)
 
 static void unlock_mutexes(void)
 {
-    for (int i = 0, n = count(&nmutexes); i < n; i++)
+    for (int i = 0; i < fork_mutexes; i++)
         pthread_mutex_unlock(mutex(i));
 }
 
@@ -50,17 +57,19 @@ static void unlock_mutexes(void)
  * to take one of them, never the reverse. */
 static void prepare(void)
 {
-    for (int i = count(&nhooks) - 1; i >= 0; i--)
+    fork_hooks = count(&nhooks);
+    for (int i = fork_hooks - 1; i >= 0; i--)
         if (hook(i)->prepare)
             hook(i)->prepare();
-    for (int i = count(&nmutexes) - 1; i >= 0; i--)
+    fork_mutexes = count(&nmutexes);
+    for (int i = fork_mutexes - 1; i >= 0; i--)
         pthread_mutex_lock(mutex(i));
 }
 
 static void parent(void)
 {
     unlock_mutexes();
-    for (int i = 0, n = count(&nhooks); i < n; i++)
+    for (int i = 0; i < fork_hooks; i++)
         if (hook(i)->parent)
             hook(i)->parent();
 }
@@ -69,7 +78,7 @@ static void child(void)
 {
     lw__fork_gen++;
     unlock_mutexes();
-    for (int i = 0, n = count(&nhooks); i < n; i++)
+    for (int i = 0; i < fork_hooks; i++)
         if (hook(i)->child)
             hook(i)->child();
 }
