@@ -23,12 +23,14 @@ static pthread_mutex_t register_mu = PTHREAD_MUTEX_INITIALIZER;
  * published with release: entries [0..n) are complete. */
 static const void *hooks[HOOKS_MAX], *mutexes[MUTEXES_MAX];
 static int nhooks, nmutexes;
-/* How many of each prepare() ran or took: the parent and the child undo
- * exactly those.  A module may register while another thread forks (its
- * first lock lost, say): read again after the fork, the counts would run
- * a parent hook whose prepare never ran, or unlock a mutex nobody took.
- * Per thread: pthread_atfork() runs all three in the forking thread (the
- * child in its copy of it), and two threads may fork at once. */
+/* How many hooks prepare() ran and mutexes it took: the parent undoes
+ * exactly those, and the child runs exactly those hooks.  A module may
+ * register while another thread forks (its first lock lost, say): read
+ * again after the fork, the counts would run a hook's parent or child
+ * without its prepare, or unlock in the parent a mutex that nobody took
+ * or that another thread holds.  Per thread: pthread_atfork() runs all
+ * three in the forking thread (the child in its copy of it), and two
+ * threads may fork at once. */
 static _Thread_local int fork_hooks, fork_mutexes;
 
 static int count(const int *n)
@@ -47,9 +49,9 @@ static pthread_mutex_t *mutex(int i)
     return (pthread_mutex_t *)mutexes[i];
 }
 
-static void unlock_mutexes(void)
+static void unlock_mutexes(int n)
 {
-    for (int i = 0; i < fork_mutexes; i++)
+    for (int i = 0; i < n; i++)
         pthread_mutex_unlock(mutex(i));
 }
 
@@ -68,16 +70,19 @@ static void prepare(void)
 
 static void parent(void)
 {
-    unlock_mutexes();
+    unlock_mutexes(fork_mutexes);
     for (int i = 0; i < fork_hooks; i++)
         if (hook(i)->parent)
             hook(i)->parent();
 }
 
+/* Every mutex registered by now is unlocked, also one a thread registered
+ * (and may have taken) during the fork: that thread is not in the child,
+ * and nothing it held may stay held there. */
 static void child(void)
 {
     lw__fork_gen++;
-    unlock_mutexes();
+    unlock_mutexes(count(&nmutexes));
     for (int i = 0; i < fork_hooks; i++)
         if (hook(i)->child)
             hook(i)->child();
