@@ -634,6 +634,77 @@ static void turns(struct event_base *base, lw_loop *loop)
            TURN_N, (TURN_N + run - 1) / run);
 }
 
+#define BURST_N 160 /* ten runs of LOCKWEAVE_LOCAL_HANDOFFS (15) + 1 */
+
+struct burst {
+    struct req r;
+    int st; /* its release's status, 1 until then */
+};
+
+/* The section ends in the callback that began it: a run's sections follow
+ * each other within one wake of the loop, faster than a check waits for
+ * company at the pump. */
+static void release_at_once(lw_lease *l, int status, void *ud)
+{
+    struct burst *b = ud;
+
+    on_acquired(l, status, &b->r);
+    if (l != NULL)
+        CHECK_RC(lw_release_async(l, store_status, &b->st), LW_OK);
+    else
+        b->st = status;
+}
+
+static int burst_released(void *arg)
+{
+    const struct burst *b = arg;
+
+    for (int i = 0; i < BURST_N; i++)
+        if (b[i].st == 1)
+            return 0;
+    return 1;
+}
+
+/* Sections that follow each other at once: each run's end finds the checks
+ * of its last sections still waiting at the pump, which sends them with
+ * the run's release, in one pipeline.  They must still read the key before
+ * the release removes it (or the next run's take replaces it): every
+ * section LW_OK. */
+static void turns_burst(struct event_base *base, lw_loop *loop)
+{
+    const char *env = getenv("LOCKWEAVE_LOCAL_HANDOFFS");
+    int run = (env != NULL ? atoi(env) : 15) + 1;
+    lw_lock_opts o = lock_opts(10000, 30000, -1);
+    static struct burst b[BURST_N];
+    lw_stats before, after;
+
+    lw_stats_get(&before);
+    served = 0;
+    memset(b, 0, sizeof b);
+    for (int i = 0; i < BURST_N; i++) {
+        b[i].st = 1;
+        CHECK_RC(
+            lw_acquire_async(loop, "tburst", 6, &o, release_at_once, &b[i]),
+            LW_OK);
+    }
+    CHECK_EQ(run_until(base, burst_released, b, 30000), 0);
+    for (int i = 0; i < BURST_N; i++) {
+        CHECK_RC(b[i].r.status, LW_OK);
+        CHECK_EQ(b[i].r.order, i + 1);
+        CHECK_MSG(b[i].st == LW_OK, "section %d released %s", i,
+                  lw_strerror(b[i].st));
+        if (i > 0)
+            CHECK(b[i].r.fence > b[i - 1].r.fence);
+    }
+    CHECK_EQ(lock_exists(&srv, "tburst"), 0);
+    lw_stats_get(&after);
+    CHECK_EQ(after.handed_locally - before.handed_locally,
+             BURST_N - (BURST_N + run - 1) / run);
+    printf("turns_burst: %d sections back to back, from %d takes: every one "
+           "confirmed held to its end\n",
+           BURST_N, (BURST_N + run - 1) / run);
+}
+
 static atomic_int turn_lost_calls;
 
 static void count_lost(const char *key, size_t keylen, int reason, void *ud)
@@ -1561,6 +1632,7 @@ int main(void)
     bounded(base, loop);
     waits(base, loop);
     turns(base, loop);
+    turns_burst(base, loop);
     turns_lost(base, loop);
     turn_waits(base, loop);
     cancel(base, loop);
