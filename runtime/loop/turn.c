@@ -167,6 +167,36 @@ void lw__turn_led(struct lw_loop *lw, struct request *q, uint32_t fences,
     lw__turn_next(lw, t);
 }
 
+/* w, waiting in t, is done waiting: status LW_ETIMEOUT (its wait ran out,
+ * counted as a blocking wait that did) or LW_ESHUTDOWN.  Under lw->mu. */
+static void wait_over(struct lw_loop *lw, struct turn *t, struct request *w,
+                      int status)
+{
+    lw__turn_unlink(t, w);
+    if (status == LW_ETIMEOUT)
+        lw__lease_waited_out(&w->opts[0], w->asked_us);
+    w->turn = NULL;
+    w->status = status;
+    lw__loop_finish(lw, w);
+}
+
+/* t's first waiter whose wait has not run out, NULL if none; those before
+ * it end LW_ETIMEOUT.  A hand-off serves no request that is past its wait,
+ * also while the first pump's clock, which times waiters out, is late
+ * (its batch waits for a slow server), as a thread past its wait is gone
+ * from its process's list.  Under lw->mu. */
+static struct request *first_waiting(struct lw_loop *lw, struct turn *t)
+{
+    int64_t now = lw__now_us();
+    struct request *w;
+
+    while ((w = t->head) != NULL && wait_end_us(w) <= now) {
+        wait_over(lw, t, w, LW_ETIMEOUT);
+        lw__loop_wake(lw);
+    }
+    return w;
+}
+
 /* The waiters of turns whose wait ran out get LW_ETIMEOUT, and every one
  * LW_ESHUTDOWN once lw_shutdown() runs.  Returns when the next wait runs
  * out (INT64_MAX: none waits).  Under lw->mu. */
@@ -186,12 +216,7 @@ int64_t lw__turn_expire(struct lw_loop *lw)
                 next = at < next ? at : next;
                 continue;
             }
-            lw__turn_unlink(t, w);
-            if (!closing)
-                lw__lease_waited_out(&w->opts[0], w->asked_us);
-            w->turn = NULL;
-            w->status = closing ? LW_ESHUTDOWN : LW_ETIMEOUT;
-            lw__loop_finish(lw, w);
+            wait_over(lw, t, w, closing ? LW_ESHUTDOWN : LW_ETIMEOUT);
             done = 1;
         }
     }
@@ -232,7 +257,7 @@ static void pump_hand(struct lw_loop *lw, struct request *q)
             t->run_lost = 1;
         }
     }
-    w = t->head;
+    w = first_waiting(lw, t);
     if (rc != LW_OK || w == NULL || t->run_lost || lw->closing ||
         t->fences_left == 0 || !lw__lease_may_hand(q->lease, t->run)) {
         q->op = GIVE;
@@ -383,7 +408,7 @@ int lw__turn_give(struct lw_loop *lw, struct turn *t, struct request *q)
         return LW_EINVAL;
     }
     q->op = GIVE;
-    w = t->head;
+    w = first_waiting(lw, t);
     if (w != NULL && !t->run_lost && lw__lease_may_hand(q->lease, t->run)) {
         q->op = HAND;
         if (t->fences_left > 0) {

@@ -17,6 +17,9 @@
  *                 the run's token), local_handoffs times in a row, then
  *                 taken from Redis again; a fence each, rising, every
  *                 release LW_OK
+ *   turns_burst   the same, each section released in the callback that
+ *                 began it: a run's last checks go with its release, and
+ *                 still every release LW_OK
  *   turns_lost    the key taken over behind a run handed on in memory:
  *                 the section it was taken from and the one handed it after
  *                 release LW_ELOST, never LW_OK; the key is left to its
@@ -25,6 +28,9 @@
  *                 times out when its own wait runs out, the lease still
  *                 held, counted in lw_stats as a blocking wait is; one
  *                 canceled is never handed the lock
+ *   turn_late     a release hands the lock past a request whose wait ran
+ *                 out while the server, stopped, held the pumps (and the
+ *                 clock that times waiters out) up: LW_ETIMEOUT for it
  *   cancel        lw_cancel_async(): the callback runs at once with
  *                 LW_ECANCELED, and the lock it was waiting for is not
  *                 kept when it comes
@@ -825,6 +831,76 @@ static void turn_waits(struct event_base *base, lw_loop *loop)
 }
 
 /* cancel, freed, other_thread ------------------------------------------- */
+
+/* A wait that ran out is over, also while the first pump, whose clock
+ * times waiters out, waits for a server that does not answer: a release
+ * on the loop's thread hands the lease on to the next request still
+ * waiting, never to one past its wait. */
+static void turn_late(struct event_base *base, lw_loop *loop)
+{
+    enum { WAIT_MS = 200, KEYS = 16 };
+    lw_lock_opts o = lock_opts(10000, 30000, -1),
+                 brief = lock_opts(10000, WAIT_MS, -1);
+    struct req first = {0}, second = {0}, late = {0}, next = {0};
+    struct req other[KEYS] = {{0}};
+    int st[2] = {1, 1};
+    char key[32];
+
+    /* second waits when first asks: the run's fences come with first's
+     * take, so the hand-offs below need no round trip. */
+    CHECK_RC(lw_acquire_async(loop, "tlate", 5, &o, on_acquired, &first),
+             LW_OK);
+    CHECK_RC(lw_acquire_async(loop, "tlate", 5, &o, on_acquired, &second),
+             LW_OK);
+    CHECK_EQ(run_until(base, req_done, &first, 30000), 0);
+    CHECK_RC(first.status, LW_OK);
+    CHECK_RC(lw_release_async(first.lease, store_status, &st[0]), LW_OK);
+    CHECK_EQ(run_until(base, req_done, &second, 30000), 0);
+    CHECK_RC(second.status, LW_OK);
+    CHECK_EQ(run_until(base, status_in, &st[0], 30000), 0);
+    CHECK_RC(st[0], LW_OK);
+    CHECK_RC(lw_acquire_async(loop, "tlate", 5, &brief, on_acquired, &late),
+             LW_OK);
+    CHECK_RC(lw_acquire_async(loop, "tlate", 5, &o, on_acquired, &next), LW_OK);
+    /* With the server stopped, free keys' takes hold both pumps in their
+     * round trip (sixteen keys: each pump has some), the first pump's
+     * clock with them, while late's wait runs out. */
+    CHECK_EQ(rh_pause(&srv), 0);
+    for (int i = 0; i < KEYS; i++) {
+        snprintf(key, sizeof key, "tlate-%d", i);
+        CHECK_RC(lw_acquire_async(loop, key, strlen(key), &o, on_acquired,
+                                  &other[i]),
+                 LW_OK);
+    }
+    sleep_ms(WAIT_MS + 300);
+    CHECK_EQ(late.done, 0); /* its callback comes from the loop */
+    CHECK_RC(lw_release_async(second.lease, store_status, &st[1]), LW_OK);
+    CHECK_EQ(rh_resume(&srv), 0);
+    CHECK_EQ(run_until(base, req_done, &late, 30000), 0);
+    CHECK_MSG(late.status == LW_ETIMEOUT, "a request past its wait got %s",
+              lw_strerror(late.status));
+    CHECK(late.lease == NULL);
+    CHECK_EQ(run_until(base, req_done, &next, 30000), 0);
+    CHECK_RC(next.status, LW_OK);
+    CHECK(next.fence > second.fence);
+    CHECK_EQ(run_until(base, status_in, &st[1], 30000), 0);
+    CHECK_RC(st[1], LW_OK);
+    released_status = 1;
+    CHECK_RC(lw_release_async(next.lease, on_released, NULL), LW_OK);
+    CHECK_EQ(run_until(base, released, NULL, 30000), 0);
+    CHECK_RC(released_status, LW_OK);
+    for (int i = 0; i < KEYS; i++) {
+        CHECK_EQ(run_until(base, req_done, &other[i], 30000), 0);
+        CHECK_RC(other[i].status, LW_OK);
+        released_status = 1;
+        CHECK_RC(lw_release_async(other[i].lease, on_released, NULL), LW_OK);
+        CHECK_EQ(run_until(base, released, NULL, 30000), 0);
+        CHECK_RC(released_status, LW_OK);
+    }
+    CHECK_EQ(lock_exists(&srv, "tlate"), 0);
+    printf("turn_late: a wait that ran out while the server held the pumps "
+           "up was not handed the lease\n");
+}
 
 static void cancel(struct event_base *base, lw_loop *loop)
 {
@@ -1635,6 +1711,7 @@ int main(void)
     turns_burst(base, loop);
     turns_lost(base, loop);
     turn_waits(base, loop);
+    turn_late(base, loop);
     cancel(base, loop);
     other_thread(base, loop);
     errors(base, loop);
