@@ -379,6 +379,11 @@ int lw__lease_fences(lw_lease *from, unsigned run, uint64_t *first, uint32_t *n)
     int rc;
 
     lw__gate_pass();
+    /* Given back by lw_shutdown(), which freed its configuration. */
+    if (__atomic_load_n(&h->ended, __ATOMIC_ACQUIRE)) {
+        lw__gate_exit();
+        return LW_ESHUTDOWN;
+    }
     *n = (uint32_t)h->cfg->local_handoffs + 1 - run;
     rc = h->be->fences(h, *n, first);
     lw__gate_exit();
@@ -402,6 +407,10 @@ int lw__lease_hand_on(lw_lease *from, uint64_t fence, int nowait,
         lw__watchdog_remove(&k->hold);
     else if (!lw__watchdog_try_remove(&k->hold))
         return LW_R_BUSY;
+    /* Given back by lw_shutdown() (its watchdog's last act, seen once out
+     * of it), which freed the configuration the new lease would copy. */
+    if (__atomic_load_n(&k->hold.ended, __ATOMIC_ACQUIRE))
+        return LW_ESHUTDOWN;
     l = lease_new(&key, &keylen, &k->opts, 1, k->key, k->prefix_len);
     if (l == NULL)
         return LW_ENOMEM;

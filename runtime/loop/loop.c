@@ -102,6 +102,7 @@ static void unref(struct lw_loop *lw)
         pthread_cond_destroy(&lw->pool[p].cv);
     for (int p = 0; p < NPUMPS; p++)
         pthread_cond_destroy(&lw->pump[p].cv);
+    pthread_cond_destroy(&lw->settled);
     pthread_mutex_destroy(&lw->mu);
     free(lw);
 }
@@ -140,8 +141,11 @@ static void forget(void *owner, lw_lease *l)
     pthread_mutex_lock(&lw->mu);
     h->prev->next = h->next;
     h->next->prev = h->prev;
-    if (h->turn != NULL)
+    if (h->turn != NULL) {
+        if (lw->fork_gen == lw__fork_gen) /* a child has no pumps */
+            lw__turn_settle(lw, h->turn);
         lw__turn_next(lw, h->turn);
+    }
     pthread_mutex_unlock(&lw->mu);
     free(h);
 }
@@ -316,7 +320,8 @@ static int pumped(struct lw_loop *lw, struct request *q,
     } else if (q->turn != NULL) {
         struct turn *t = q->turn;
         q->turn = NULL;
-        t->pending--;
+        if (--t->pending == 0)
+            pthread_cond_broadcast(&lw->settled);
         if (q->op == GIVE) /* a HAND that could not hand on: the run ended */
             lw__turn_next(lw, t);
         else
@@ -351,7 +356,7 @@ static void *pump(void *arg)
         int n = 0, m = 0, done = 0;
         int64_t until = p == &lw->pump[0] ? lw__turn_expire(lw) : INT64_MAX;
         /* Only CHECKs queued: they wait a little for company. */
-        if (batch != NULL && p->others == 0 && !lw->closing &&
+        if (batch != NULL && p->others == 0 && !lw->closing && !p->flush &&
             batch->asked_us + CHECK_DELAY_US > lw__now_us()) {
             if (batch->asked_us + CHECK_DELAY_US < until)
                 until = batch->asked_us + CHECK_DELAY_US;
@@ -372,6 +377,7 @@ static void *pump(void *arg)
         p->head = NULL;
         p->tail = &p->head;
         p->others = 0;
+        p->flush = 0;
         for (q = batch; q != NULL; q = q->qnext, n++)
             q->state = RUNNING;
         pthread_mutex_unlock(&lw->mu);
@@ -564,6 +570,7 @@ lw_loop *lw_loop_new_sized(const lw_loop_hooks *hooks, size_t size)
         lw->pump[p].loop = lw;
     }
     pthread_condattr_destroy(&ca);
+    pthread_cond_init(&lw->settled, NULL);
     lw->done_tail = &lw->done;
     list_init(&lw->pending);
     lw->held.prev = lw->held.next = &lw->held;
@@ -659,6 +666,8 @@ static int acquire(struct lw_loop *lw, const void *const *keys,
 
     if (lw->fork_gen != lw__fork_gen)
         return LW_EFORKED; /* its workers are the parent's */
+    if (lw->freeing)
+        return LW_EINVAL; /* from a callback lw_loop_free() runs */
     q = request_new(keys, keylens, opts, n);
     if (q == NULL)
         return LW_ENOMEM;
@@ -744,6 +753,8 @@ int lw_release_async(lw_lease *l, lw_released_fn cb, void *ud)
     if (h == NULL)
         return LW_EINVAL; /* not a lease of a loop's */
     lw = h->loop;
+    if (lw->freeing)
+        return LW_EINVAL; /* lw_loop_free() gives it back */
     q = request_new(NULL, NULL, NULL, 0);
     if (q == NULL)
         return LW_ENOMEM;
@@ -776,25 +787,40 @@ static void call(struct request *q, int status, lw_lease *lease)
         q->released(status, q->ud);
 }
 
+/*
+ * The requests done when it is called, one at a time, each taken off the
+ * lists just before its callback: a callback that frees the loop
+ * (lw_loop_free()) or cancels requests finds the others still pending,
+ * ends them itself, and none of their callbacks runs after it returns.
+ * Those done meanwhile wait for the next call (the descriptor says so), so
+ * that other events of the loop are not starved.
+ */
 void lw_loop_dispatch(lw_loop *lw)
 {
-    struct request *q, *next;
     uint64_t n;
+    int left = 0;
 
     if (read(lw->fd, &n, sizeof n) < 0 && errno != EAGAIN)
         return;
     pthread_mutex_lock(&lw->mu);
-    q = lw->done;
-    lw->done = NULL;
-    lw->done_tail = &lw->done;
-    for (struct request *r = q; r != NULL; r = r->qnext)
-        list_del(r);
-    pthread_mutex_unlock(&lw->mu);
-    for (; q != NULL; q = next) {
+    for (struct request *r = lw->done; r != NULL; r = r->qnext)
+        left++;
+    lw->refs++; /* lw outlives its callbacks, lw_loop_free() among them */
+    for (struct request *q; left > 0 && !lw->freeing && (q = lw->done) != NULL;
+         left--) {
         lw_lease *lease = q->pool == ACQUIRE ? q->lease : NULL;
         int status = q->status;
-        next = q->qnext;
+        lw->done = q->qnext;
+        if (lw->done == NULL)
+            lw->done_tail = &lw->done;
+        list_del(q);
+        pthread_mutex_unlock(&lw->mu);
         if (lease != NULL && keep(lw, lease, q->turn) != LW_OK) {
+            if (q->turn != NULL) {
+                pthread_mutex_lock(&lw->mu);
+                lw__turn_settle(lw, q->turn);
+                pthread_mutex_unlock(&lw->mu);
+            }
             lw_release(lease); /* out of memory: not the caller's */
             lease = NULL;
             status = LW_ENOMEM;
@@ -806,7 +832,9 @@ void lw_loop_dispatch(lw_loop *lw)
         }
         call(q, status, lease);
         free(q);
+        pthread_mutex_lock(&lw->mu);
     }
+    unref(lw);
 }
 
 /* Unlink q from the singly linked list at *head (tail its end pointer). */
@@ -829,6 +857,7 @@ static void unqueue(struct request **head, struct request ***tail,
  * given back: by a worker, never on the loop's thread. */
 static void cancel_one(struct lw_loop *lw, struct request *q)
 {
+    struct request *unsent = NULL;
     /* Its callback, once q is the worker's or the pump's: the fields that
      * never change after start(), so read without the lock, which a
      * worker writing q's status meanwhile does not take. */
@@ -870,7 +899,7 @@ static void cancel_one(struct lw_loop *lw, struct request *q)
             q->turn = NULL;
             if (!(pump && lw__pump_submit(lw, q) == LW_OK) &&
                 lw__loop_submit(lw, q) != LW_OK)
-                free(q); /* no thread to give it back: it ends by its TTL */
+                unsent = q; /* no thread to give it back: here, below */
         } else {
             free(q);
         }
@@ -880,6 +909,13 @@ static void cancel_one(struct lw_loop *lw, struct request *q)
         q->ended = 1; /* its worker finishes it and frees it */
     }
     pthread_mutex_unlock(&lw->mu);
+    if (unsent != NULL) {
+        /* A round trip on the loop's thread, but only when no thread of
+         * the loop's can start: else the watchdog would renew the lock
+         * for nobody. */
+        lw_release(unsent->lease);
+        free(unsent);
+    }
     call(&copy, LW_ECANCELED, NULL);
 }
 
@@ -925,6 +961,9 @@ void lw_loop_free(lw_loop *lw)
 
     if (lw == NULL || lw->fork_gen != lw__fork_gen)
         return; /* a child's copy of a parent's loop: no workers to stop */
+    if (lw->freeing)
+        return;      /* called again, from a callback it runs */
+    lw->freeing = 1; /* no request starts from a callback it runs */
     pthread_mutex_lock(&live.mu);
     for (pp = &live.head; *pp != lw; pp = &(*pp)->live_next)
         ;
@@ -938,6 +977,8 @@ void lw_loop_free(lw_loop *lw)
         lw_lease *l = h->lease;
         h->prev->next = h->next;
         h->next->prev = h->prev;
+        if (h->turn != NULL)
+            lw__turn_settle(lw, h->turn);
         free(h);
         lw__lease_set_owner(l, NULL, NULL);
         pthread_mutex_unlock(&lw->mu);

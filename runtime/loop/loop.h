@@ -98,6 +98,8 @@ struct pump {
     struct request *head, **tail; /* waiting for its next batch */
     int others;                   /* how many of them are not CHECKs */
     pthread_cond_t cv;            /* it waits here when idle */
+    int flush;                    /* send the CHECKs queued now: a release
+                                     waits for them (lw__turn_settle()) */
     int started;                  /* its thread was started */
     int idle;
 };
@@ -115,10 +117,13 @@ struct lw_loop {
                                           callback has not run */
     struct held held;                  /* list head */
     struct turn *turns;
+    pthread_cond_t settled;    /* a turn's releases at the pump are done */
     int64_t deadline_us;       /* no waiter of a turn times out before then */
     struct lw_loop *live_next; /* in loop.c's list of the loops not freed
                                   (under its own mutex) */
-    int refs;    /* the loop's thread until lw_loop_free(), each worker */
+    int refs;    /* the loop's thread until lw_loop_free(), each worker,
+                    each pump, lw_loop_dispatch() while it runs */
+    int freeing; /* lw_loop_free() was called (the loop's thread only) */
     int closing; /* lw_loop_free() ran */
 };
 
@@ -193,6 +198,10 @@ void lw__turn_next(struct lw_loop *lw, struct turn *t);
 
 /* Free t once nothing is left of it. */
 void lw__turn_put(struct lw_loop *lw, struct turn *t);
+
+/* Wait until t's releases at the pump (its checks) are done, before its
+ * lease is given back other than through the pump. */
+void lw__turn_settle(struct lw_loop *lw, struct turn *t);
 
 /* Take w off t's list, where it waits. */
 void lw__turn_unlink(struct turn *t, struct request *w);

@@ -85,6 +85,22 @@ void lw__turn_put(struct lw_loop *lw, struct turn *t)
     free(t);
 }
 
+/* A check must read the key before the run's release removes it: a lease
+ * of t given back other than through its pump (lw_release() from another
+ * thread, lw_loop_free()) first waits here until t's checks queued at the
+ * pump are answered, the pumps told to send them at once rather than wait
+ * for company.  Under lw->mu, which it waits on. */
+void lw__turn_settle(struct lw_loop *lw, struct turn *t)
+{
+    while (t->pending > 0) {
+        for (int p = 0; p < NPUMPS; p++) {
+            lw->pump[p].flush = 1;
+            pthread_cond_signal(&lw->pump[p].cv);
+        }
+        pthread_cond_wait(&lw->settled, &lw->mu);
+    }
+}
+
 /* When q's wait runs out (lw__now_us()): counted from its call, as a
  * blocking caller's wait is. */
 static int64_t wait_end_us(const struct request *q)
@@ -283,18 +299,26 @@ static void pump_hand(struct lw_loop *lw, struct request *q)
     t->fences_left--;
     t->run++;
     q->op = CHECK;
-    if (!w->ended) {
+    if (!w->ended && wait_end_us(w) > lw__now_us()) {
         w->lease = to;
         w->status = LW_OK;
         lw__loop_finish(lw, w);
         lw__loop_wake(lw);
         to = NULL;
+    } else if (!w->ended) {
+        /* Its wait ran out while a renewal in flight was waited for. */
+        lw__lease_waited_out(&w->opts[0], w->asked_us);
+        w->turn = NULL;
+        w->status = LW_ETIMEOUT;
+        lw__loop_finish(lw, w);
+        lw__loop_wake(lw);
+        w = NULL; /* the loop's thread frees it */
     }
     pthread_mutex_unlock(&lw->mu);
     q->checked = minted ? LW_OK : lw__lease_check(q->lease);
     q->status = lw__lease_handed_back(q->lease, q->checked);
     q->lease = NULL;
-    if (to != NULL) { /* w was canceled meanwhile: the run ends here */
+    if (to != NULL) { /* w was canceled or gave up meanwhile: the run ends */
         free(w);
         lw_release(to);
         pthread_mutex_lock(&lw->mu);

@@ -36,8 +36,14 @@
  *                 kept when it comes
  *   freed         lw_loop_free() with a request pending and a lease held:
  *                 ECANCELED, the lease's key given back, no callback after
+ *   freed_in_callback  lw_loop_free() from a callback while others are
+ *                 done: they end LW_ECANCELED inside it, their locks given
+ *                 back, no callback after it, no request started from them
  *   other_thread  a lease taken on the loop released with lw_release()
  *                 from another thread
+ *   other_thread_turn  the same at once for a lease handed on in memory:
+ *                 the section before it still confirmed LW_OK (its check
+ *                 reads the key before that release), no lost lock
  *   errors        bad arguments at once (no callback); a wait that runs
  *                 out and an unreachable server through the callback
  *   kinds         read leases share, a semaphore's N, several keys
@@ -957,6 +963,101 @@ static void freed(void)
     printf("freed: ok\n");
 }
 
+#define FREED_N 8
+
+static struct {
+    lw_loop *loop; /* freed by the first callback */
+    int in_free;   /* lw_loop_free() runs */
+    int freed;     /* it returned */
+    int late;      /* callbacks after it returned */
+    int canceled;  /* callbacks with LW_ECANCELED while it ran */
+    int refused;   /* requests made from them that were refused */
+    lw_lock_opts opts;
+} fcb;
+
+static void free_from_callback(lw_lease *l, int status, void *ud)
+{
+    struct req *r = ud;
+    lw_loop *loop = fcb.loop;
+
+    on_acquired(l, status, r);
+    if (fcb.freed) {
+        fcb.late++;
+        return;
+    }
+    if (!fcb.in_free) { /* the first: its lease the loop's to give back */
+        fcb.in_free = 1;
+        lw_loop_free(loop);
+        fcb.in_free = 0;
+        fcb.freed = 1;
+        return;
+    }
+    if (status == LW_ECANCELED)
+        fcb.canceled++;
+    if (lw_acquire_async(loop, "ffree", 5, &fcb.opts, on_acquired, r) ==
+        LW_EINVAL)
+        fcb.refused++;
+}
+
+static int freed_flag(void *arg)
+{
+    (void)arg;
+    return fcb.freed;
+}
+
+/* How many lock keys match pattern (after the "lock:" prefix). */
+static size_t lock_count(const char *pattern)
+{
+    redisReply *r = rh_cmd(&srv, "KEYS lock:%s", pattern);
+    size_t n;
+
+    CHECK(r != NULL && r->type == REDIS_REPLY_ARRAY);
+    n = r->elements;
+    freeReplyObject(r);
+    return n;
+}
+
+/* lw_loop_free() from a callback, other requests done with it: those are
+ * ended there (LW_ECANCELED, each lock won given back), none has a
+ * callback after it returns, and a request made from those callbacks is
+ * refused (its callback would never run). */
+static void freed_in_callback(void)
+{
+    struct event_base *base = event_base_new();
+    lw_lock_opts o = lock_opts(10000, 30000, -1);
+    struct req r[FREED_N] = {{0}};
+    char key[32];
+
+    memset(&fcb, 0, sizeof fcb);
+    fcb.opts = o;
+    fcb.loop = lw_loop_event(base);
+    CHECK(fcb.loop != NULL);
+    for (int i = 0; i < FREED_N; i++) {
+        snprintf(key, sizeof key, "ffree-%d", i);
+        CHECK_RC(lw_acquire_async(fcb.loop, key, strlen(key), &o,
+                                  free_from_callback, &r[i]),
+                 LW_OK);
+    }
+    /* Every one done before the loop runs: one call of the dispatcher
+     * finds them all. */
+    for (int i = 0; i < 200 && lock_count("ffree-*") < FREED_N; i++)
+        sleep_ms(10);
+    CHECK_EQ(lock_count("ffree-*"), FREED_N);
+    sleep_ms(100);
+    CHECK_EQ(run_until(base, freed_flag, NULL, 10000), 0);
+    for (int i = 0; i < 20; i++)
+        event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+    CHECK_EQ(fcb.late, 0);
+    CHECK_EQ(fcb.canceled, FREED_N - 1);
+    CHECK_EQ(fcb.refused, FREED_N - 1);
+    for (int i = 0; i < 100 && lock_count("ffree-*") > 0; i++)
+        sleep_ms(50);
+    CHECK_EQ(lock_count("ffree-*"), 0);
+    event_base_free(base);
+    printf("freed_in_callback: the loop freed by a callback: the others "
+           "done with it canceled there, their locks given back\n");
+}
+
 static void *release_it(void *arg)
 {
     return (void *)(intptr_t)lw_release(arg);
@@ -977,6 +1078,67 @@ static void other_thread(struct event_base *base, lw_loop *loop)
     CHECK_RC((int)(intptr_t)rc, LW_OK);
     CHECK_EQ(lock_exists(&srv, "ot"), 0);
     printf("other_thread: ok\n");
+}
+
+static int elsewhere_rc = 1;
+
+/* r's section is one that was handed the lease in memory; it ends at
+ * once, given back by another thread (the loop's thread waits for it). */
+static void release_in_thread(lw_lease *l, int status, void *ud)
+{
+    pthread_t t;
+    void *rc;
+
+    on_acquired(l, status, ud);
+    if (l == NULL)
+        return;
+    CHECK(pthread_create(&t, NULL, release_it, l) == 0);
+    CHECK(pthread_join(t, &rc) == 0);
+    elsewhere_rc = (int)(intptr_t)rc;
+}
+
+/* A lease handed on in memory, given back at once by another thread
+ * (lw_release(), not through the loop's pump): the section that handed it
+ * on is still checked in Redis after it ended, and that check must read
+ * the key before the other thread's release removes it.  Every section
+ * LW_OK, and no lost lock reported. */
+static void other_thread_turn(struct event_base *base, lw_loop *loop)
+{
+    lw_lock_opts o = lock_opts(10000, 30000, -1);
+    struct req first = {0}, second = {0}, third = {0};
+    int st[2] = {1, 1};
+
+    turn_lost_calls = 0;
+    lw_set_lost_handler(count_lost, NULL);
+    CHECK_RC(lw_acquire_async(loop, "oturn", 5, &o, on_acquired, &first),
+             LW_OK);
+    CHECK_RC(lw_acquire_async(loop, "oturn", 5, &o, on_acquired, &second),
+             LW_OK);
+    CHECK_RC(lw_acquire_async(loop, "oturn", 5, &o, release_in_thread, &third),
+             LW_OK);
+    CHECK_EQ(run_until(base, req_done, &first, 30000), 0);
+    CHECK_RC(first.status, LW_OK);
+    /* The run's fences are minted now, at the pump, with first's check. */
+    CHECK_RC(lw_release_async(first.lease, store_status, &st[0]), LW_OK);
+    CHECK_EQ(run_until(base, req_done, &second, 30000), 0);
+    CHECK_RC(second.status, LW_OK);
+    /* Handed on to third here, in memory; second's check waits at the
+     * pump for company while third's section runs and ends. */
+    CHECK_RC(lw_release_async(second.lease, store_status, &st[1]), LW_OK);
+    CHECK_EQ(run_until(base, req_done, &third, 30000), 0);
+    CHECK_RC(third.status, LW_OK);
+    CHECK(third.fence > second.fence && second.fence > first.fence);
+    CHECK_RC(elsewhere_rc, LW_OK);
+    CHECK_EQ(run_until(base, status_in, &st[1], 30000), 0);
+    CHECK_MSG(st[1] == LW_OK, "the section that handed the lease on: %s",
+              lw_strerror(st[1]));
+    CHECK_EQ(run_until(base, status_in, &st[0], 30000), 0);
+    CHECK_RC(st[0], LW_OK);
+    CHECK_EQ(turn_lost_calls, 0);
+    CHECK_EQ(lock_exists(&srv, "oturn"), 0);
+    lw_set_lost_handler(NULL, NULL);
+    printf("other_thread_turn: a lease handed on in memory and given back by "
+           "another thread at once: every section LW_OK\n");
 }
 
 /* errors, kinds ---------------------------------------------------------- */
@@ -1714,6 +1876,7 @@ int main(void)
     turn_late(base, loop);
     cancel(base, loop);
     other_thread(base, loop);
+    other_thread_turn(base, loop);
     errors(base, loop);
     kinds(base, loop);
     woven_body(base, loop);
@@ -1726,6 +1889,7 @@ int main(void)
     pipelined_mixed();
     pipelined_faults();
     freed();
+    freed_in_callback();
     shutdown_waiting();
     uv();
     lw_shutdown();
