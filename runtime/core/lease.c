@@ -391,7 +391,7 @@ int lw__lease_fences(lw_lease *from, unsigned run, uint64_t *first, uint32_t *n)
 }
 
 int lw__lease_hand_on(lw_lease *from, uint64_t fence, int nowait,
-                      int64_t asked_us, lw_lease **to)
+                      int64_t asked_us, int64_t until_us, lw_lease **to)
 {
     struct key *k = &from->k[0];
     const void *key;
@@ -407,18 +407,23 @@ int lw__lease_hand_on(lw_lease *from, uint64_t fence, int nowait,
         lw__watchdog_remove(&k->hold);
     else if (!lw__watchdog_try_remove(&k->hold))
         return LW_R_BUSY;
-    /* Given back by lw_shutdown() (its watchdog's last act, seen once out
-     * of it), which freed the configuration the new lease would copy. */
-    if (__atomic_load_n(&k->hold.ended, __ATOMIC_ACQUIRE))
-        return LW_ESHUTDOWN;
+    /* The renewal waited out may have outlasted the waiter's wait. */
+    if (lw__now_us() >= until_us)
+        return LW_ETIMEOUT;
     l = lease_new(&key, &keylen, &k->opts, 1, k->key, k->prefix_len);
     if (l == NULL)
         return LW_ENOMEM;
     /* From here until its check is answered (lw__lease_handed_back()),
-     * from's configuration must outlive it: lw_shutdown() waits. */
+     * from's configuration must outlive it: lw_shutdown() waits.  One
+     * lw_shutdown() ended (the watchdog's last act) or replaced, whenever
+     * it ran, is not copied. */
     lw__gate_pass();
-    rc = lw__take_handed(&l->k[0].hold, &k->hold, l->k[0].key, l->k[0].keylen,
-                         l->k[0].prefix_len, &l->k[0].opts);
+    rc = __atomic_load_n(&k->hold.ended, __ATOMIC_ACQUIRE) ||
+                 k->hold.cfg != lw__settings()
+             ? LW_ESHUTDOWN
+             : lw__take_handed(&l->k[0].hold, &k->hold, l->k[0].key,
+                               l->k[0].keylen, l->k[0].prefix_len,
+                               &l->k[0].opts);
     if (rc != LW_OK) {
         lw__gate_exit();
         free(l);

@@ -91,15 +91,16 @@ int lw__lease_fences(lw_lease *from, unsigned run, uint64_t *first,
                      uint32_t *n);
 
 /* Hand from's lock on to *to, a new lease of the same key and options with
- * fence, for a request that waited since asked_us (lw__now_us(); counted
- * as a wait, in lw_stats and the site's metrics): LW_OK, from no longer
- * renewed and waiting for its check (then lw__lease_handed_back() and
- * nothing else).  With nowait, LW_R_BUSY when from's renewal is in
- * flight: nothing done (the caller's thread must not wait for it).
- * Otherwise (LW_ENOMEM, LW_ESHUTDOWN) nothing is handed and from is given
- * back as usual. */
+ * fence, for a request that waited since asked_us and gives up at
+ * until_us (lw__now_us(); counted as a wait, in lw_stats and the site's
+ * metrics): LW_OK, from no longer renewed and waiting for its check (then
+ * lw__lease_handed_back() and nothing else).  With nowait, LW_R_BUSY when
+ * from's renewal is in flight: nothing done (the caller's thread must not
+ * wait for it).  Otherwise (LW_ETIMEOUT: until_us came while the renewal
+ * was waited for; LW_ENOMEM, LW_ESHUTDOWN) nothing is handed and from is
+ * given back as usual. */
 int lw__lease_hand_on(lw_lease *from, uint64_t fence, int nowait,
-                      int64_t asked_us, lw_lease **to);
+                      int64_t asked_us, int64_t until_us, lw_lease **to);
 
 /* A request with opts that waited since asked_us for a lease to be handed
  * on, in vain (its wait ran out): counted as a blocking wait that timed

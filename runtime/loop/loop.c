@@ -139,14 +139,14 @@ static void forget(void *owner, lw_lease *l)
 
     (void)l;
     pthread_mutex_lock(&lw->mu);
+    lw->refs++; /* lw_loop_free() may run while it settles */
     h->prev->next = h->next;
     h->next->prev = h->prev;
     if (h->turn != NULL) {
-        if (lw->fork_gen == lw__fork_gen) /* a child has no pumps */
-            lw__turn_settle(lw, h->turn);
+        lw__turn_settle(lw, h->turn);
         lw__turn_next(lw, h->turn);
     }
-    pthread_mutex_unlock(&lw->mu);
+    unref(lw);
     free(h);
 }
 
@@ -500,8 +500,9 @@ static int key_in_pools(struct lw_loop *lw, const struct request *q)
 }
 
 /* Every loop not freed yet, for lw_shutdown(): requests waiting their turn
- * (turn.c) wait on the first pump's clock, which the gate's closing wakes so
- * that they end LW_ESHUTDOWN at once, as waits in Redis do. */
+ * (turn.c) end LW_ESHUTDOWN when the gate closes, as waits in Redis do:
+ * here, at once, not on the first pump's clock, which may be in a round
+ * trip until lw_shutdown() is over. */
 static struct {
     pthread_mutex_t mu;
     struct lw_loop *head; /* through live_next */
@@ -513,8 +514,8 @@ static void live_wake(void)
     pthread_mutex_lock(&live.mu);
     for (struct lw_loop *lw = live.head; lw != NULL; lw = lw->live_next) {
         pthread_mutex_lock(&lw->mu);
-        lw->deadline_us = 0; /* its first pump looks at the waiters again */
-        pthread_cond_broadcast(&lw->pump[0].cv);
+        lw->deadline_us = 0;
+        lw__turn_expire(lw); /* closing: every waiter */
         pthread_mutex_unlock(&lw->mu);
     }
     pthread_mutex_unlock(&live.mu);
@@ -921,29 +922,32 @@ static void cancel_one(struct lw_loop *lw, struct request *q)
 
 /* End the pending requests started with ud (every one, when all) at once:
  * callbacks run with LW_ECANCELED; a request a worker has is left to it
- * (ended), one queued is dropped, one done gives back what it won.  Returns how
- * many. */
+ * (ended), one queued is dropped, one done gives back what it won.  One at
+ * a time, each off the pending list just before its callback, as
+ * lw_loop_dispatch() does: a callback that frees the loop finds the others
+ * still pending and ends them itself.  Returns how many. */
 static int end_pending(struct lw_loop *lw, void *ud, int all)
 {
-    struct request ended, *q, *next;
-    int n = 0;
+    struct request *q;
+    int n = 0, left = 0;
 
-    list_init(&ended);
     pthread_mutex_lock(&lw->mu);
-    for (q = lw->pending.next; q != &lw->pending; q = next) {
-        next = q->next;
-        if (!all && q->ud != ud)
-            continue;
+    for (q = lw->pending.next; q != &lw->pending; q = q->next)
+        left += all || q->ud == ud;
+    lw->refs++; /* lw outlives its callbacks, lw_loop_free() among them */
+    for (; left > 0 && (all || !lw->freeing); left--) {
+        for (q = lw->pending.next; q != &lw->pending && !all && q->ud != ud;
+             q = q->next)
+            ;
+        if (q == &lw->pending)
+            break;
         list_del(q);
-        list_add(&ended, q);
-        n++;
-    }
-    pthread_mutex_unlock(&lw->mu);
-    for (q = ended.next; q != &ended; q = next) {
-        next = q->next;
-        list_del(q);
+        pthread_mutex_unlock(&lw->mu);
         cancel_one(lw, q);
+        n++;
+        pthread_mutex_lock(&lw->mu);
     }
+    unref(lw);
     return n;
 }
 

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/fork.h"
 #include "base/gate.h"
 #include "base/result.h"
 #include "core/lease.h"
@@ -92,6 +93,8 @@ void lw__turn_put(struct lw_loop *lw, struct turn *t)
  * for company.  Under lw->mu, which it waits on. */
 void lw__turn_settle(struct lw_loop *lw, struct turn *t)
 {
+    if (lw->fork_gen != lw__fork_gen)
+        return; /* a forked child has no pumps */
     while (t->pending > 0) {
         for (int p = 0; p < NPUMPS; p++) {
             lw->pump[p].flush = 1;
@@ -284,13 +287,21 @@ static void pump_hand(struct lw_loop *lw, struct request *q)
     w->state = RUNNING; /* lw_cancel_async() now leaves it to us (ended) */
     fence = t->next_fence;
     pthread_mutex_unlock(&lw->mu);
-    rc = lw__lease_hand_on(q->lease, fence, 0, w->asked_us, &to);
+    rc =
+        lw__lease_hand_on(q->lease, fence, 0, w->asked_us, wait_end_us(w), &to);
     pthread_mutex_lock(&lw->mu);
     if (rc != LW_OK) {
-        if (w->ended)
+        if (w->ended) {
             free(w);
-        else
+        } else if (rc == LW_ETIMEOUT) { /* while the renewal was waited for */
+            lw__lease_waited_out(&w->opts[0], w->asked_us);
+            w->turn = NULL;
+            w->status = LW_ETIMEOUT;
+            lw__loop_finish(lw, w);
+            lw__loop_wake(lw);
+        } else {
             turn_push_front(t, w);
+        }
         q->op = GIVE;
         pthread_mutex_unlock(&lw->mu);
         return;
@@ -299,26 +310,18 @@ static void pump_hand(struct lw_loop *lw, struct request *q)
     t->fences_left--;
     t->run++;
     q->op = CHECK;
-    if (!w->ended && wait_end_us(w) > lw__now_us()) {
+    if (!w->ended) {
         w->lease = to;
         w->status = LW_OK;
         lw__loop_finish(lw, w);
         lw__loop_wake(lw);
         to = NULL;
-    } else if (!w->ended) {
-        /* Its wait ran out while a renewal in flight was waited for. */
-        lw__lease_waited_out(&w->opts[0], w->asked_us);
-        w->turn = NULL;
-        w->status = LW_ETIMEOUT;
-        lw__loop_finish(lw, w);
-        lw__loop_wake(lw);
-        w = NULL; /* the loop's thread frees it */
     }
     pthread_mutex_unlock(&lw->mu);
     q->checked = minted ? LW_OK : lw__lease_check(q->lease);
     q->status = lw__lease_handed_back(q->lease, q->checked);
     q->lease = NULL;
-    if (to != NULL) { /* w was canceled or gave up meanwhile: the run ends */
+    if (to != NULL) { /* w was canceled meanwhile: the run ends here */
         free(w);
         lw_release(to);
         pthread_mutex_lock(&lw->mu);
@@ -442,7 +445,8 @@ int lw__turn_give(struct lw_loop *lw, struct turn *t, struct request *q)
             uint64_t fence = t->next_fence;
             lw__turn_unlink(t, w);
             pthread_mutex_unlock(&lw->mu);
-            rc = lw__lease_hand_on(q->lease, fence, 1, w->asked_us, &to);
+            rc = lw__lease_hand_on(q->lease, fence, 1, w->asked_us, INT64_MAX,
+                                   &to);
             pthread_mutex_lock(&lw->mu);
             if (rc == LW_OK) {
                 t->next_fence++;

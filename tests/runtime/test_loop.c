@@ -39,6 +39,7 @@
  *   freed_in_callback  lw_loop_free() from a callback while others are
  *                 done: they end LW_ECANCELED inside it, their locks given
  *                 back, no callback after it, no request started from them
+ *   freed_in_cancel  the same from a callback lw_cancel_async() runs
  *   other_thread  a lease taken on the loop released with lw_release()
  *                 from another thread
  *   other_thread_turn  the same at once for a lease handed on in memory:
@@ -1058,6 +1059,55 @@ static void freed_in_callback(void)
            "done with it canceled there, their locks given back\n");
 }
 
+static void free_from_cancel(lw_lease *l, int status, void *ud)
+{
+    (void)l;
+    (void)ud;
+    if (fcb.freed) {
+        fcb.late++;
+        return;
+    }
+    if (status == LW_ECANCELED)
+        fcb.canceled++;
+    if (!fcb.in_free) {
+        fcb.in_free = 1;
+        lw_loop_free(fcb.loop);
+        fcb.in_free = 0;
+        fcb.freed = 1;
+    }
+}
+
+/* The same from a callback lw_cancel_async() runs: the requests it had
+ * not ended yet are ended inside lw_loop_free(), none after it. */
+static void freed_in_cancel(void)
+{
+    struct event_base *base = event_base_new();
+    lw_lock_opts o = lock_opts(10000, 30000, -1);
+    lw_guard g;
+    int tag;
+
+    memset(&fcb, 0, sizeof fcb);
+    CHECK_RC(lock_str(&g, "fcancel", 10000, 0), LW_OK);
+    fcb.loop = lw_loop_event(base);
+    CHECK(fcb.loop != NULL);
+    for (int i = 0; i < 4; i++)
+        CHECK_RC(lw_acquire_async(fcb.loop, "fcancel", 7, &o, free_from_cancel,
+                                  &tag),
+                 LW_OK);
+    sleep_ms(100); /* each with a worker, waiting */
+    CHECK(lw_cancel_async(fcb.loop, &tag) >= 1); /* frees the loop */
+    CHECK_EQ(fcb.freed, 1);
+    CHECK_EQ(fcb.canceled, 4);
+    CHECK_EQ(fcb.late, 0);
+    CHECK_RC(lw_guard_leave(&g), LW_OK);
+    for (int i = 0; i < 100 && lock_exists(&srv, "fcancel"); i++)
+        sleep_ms(50);
+    CHECK_EQ(lock_exists(&srv, "fcancel"), 0);
+    event_base_free(base);
+    printf("freed_in_cancel: the loop freed by a canceled request's "
+           "callback: the others canceled inside it\n");
+}
+
 static void *release_it(void *arg)
 {
     return (void *)(intptr_t)lw_release(arg);
@@ -1890,6 +1940,7 @@ int main(void)
     pipelined_faults();
     freed();
     freed_in_callback();
+    freed_in_cancel();
     shutdown_waiting();
     uv();
     lw_shutdown();
