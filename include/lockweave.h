@@ -676,7 +676,8 @@ LW_API int lw_release_async(lw_lease *lease, lw_released_fn cb, void *ud);
 /* End every pending request started on loop with ud: each callback runs
  * once, before this returns, with LW_ECANCELED; a lock one of them had
  * already won is given back (and a release still gives its lease back).
- * Returns how many.  On the loop's thread. */
+ * Returns how many (not counting those a callback's lw_loop_free() ended).
+ * On the loop's thread. */
 LW_API int lw_cancel_async(lw_loop *loop, void *ud);
 
 /* End every pending request as lw_cancel_async() does, give back the
