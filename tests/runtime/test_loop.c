@@ -839,6 +839,18 @@ static void turn_waits(struct event_base *base, lw_loop *loop)
 
 /* cancel, freed, other_thread ------------------------------------------- */
 
+/* first, served, releases: its turn's next request, second, is handed
+ * the lease and served (st gets first's release's status later). */
+static void hand_first_on(struct event_base *base, struct req *first,
+                          struct req *second, int *st)
+{
+    CHECK_EQ(run_until(base, req_done, first, 30000), 0);
+    CHECK_RC(first->status, LW_OK);
+    CHECK_RC(lw_release_async(first->lease, store_status, st), LW_OK);
+    CHECK_EQ(run_until(base, req_done, second, 30000), 0);
+    CHECK_RC(second->status, LW_OK);
+}
+
 /* A wait that ran out is over, also while the first pump, whose clock
  * times waiters out, waits for a server that does not answer: a release
  * on the loop's thread hands the lease on to the next request still
@@ -859,11 +871,7 @@ static void turn_late(struct event_base *base, lw_loop *loop)
              LW_OK);
     CHECK_RC(lw_acquire_async(loop, "tlate", 5, &o, on_acquired, &second),
              LW_OK);
-    CHECK_EQ(run_until(base, req_done, &first, 30000), 0);
-    CHECK_RC(first.status, LW_OK);
-    CHECK_RC(lw_release_async(first.lease, store_status, &st[0]), LW_OK);
-    CHECK_EQ(run_until(base, req_done, &second, 30000), 0);
-    CHECK_RC(second.status, LW_OK);
+    hand_first_on(base, &first, &second, &st[0]);
     CHECK_EQ(run_until(base, status_in, &st[0], 30000), 0);
     CHECK_RC(st[0], LW_OK);
     CHECK_RC(lw_acquire_async(loop, "tlate", 5, &brief, on_acquired, &late),
@@ -1166,12 +1174,9 @@ static void other_thread_turn(struct event_base *base, lw_loop *loop)
              LW_OK);
     CHECK_RC(lw_acquire_async(loop, "oturn", 5, &o, release_in_thread, &third),
              LW_OK);
-    CHECK_EQ(run_until(base, req_done, &first, 30000), 0);
-    CHECK_RC(first.status, LW_OK);
-    /* The run's fences are minted now, at the pump, with first's check. */
-    CHECK_RC(lw_release_async(first.lease, store_status, &st[0]), LW_OK);
-    CHECK_EQ(run_until(base, req_done, &second, 30000), 0);
-    CHECK_RC(second.status, LW_OK);
+    /* The run's fences are minted at first's release, at the pump, with
+     * first's check. */
+    hand_first_on(base, &first, &second, &st[0]);
     /* Handed on to third here, in memory; second's check waits at the
      * pump for company while third's section runs and ends. */
     CHECK_RC(lw_release_async(second.lease, store_status, &st[1]), LW_OK);
