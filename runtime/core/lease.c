@@ -267,6 +267,16 @@ void lw__lease_key(const lw_lease *l, const void **key, size_t *keylen)
     *keylen = l->k[0].keylen - l->k[0].prefix_len;
 }
 
+/* Run l's release hook, if it has one, taking it (lw__lease_claim()). */
+static void tell_owner(struct lw_lease *l)
+{
+    lw_lease_owner_fn fn =
+        __atomic_exchange_n(&l->told, NULL, __ATOMIC_ACQ_REL);
+
+    if (fn != NULL)
+        fn(l->owner, l);
+}
+
 /* ops[i]'s take or give-back as a key's (lw_take_op), into t: 1 when it
  * is in the batch, 0 when it is already over (ops[i].status set). */
 static int batch_op(struct lw_lease_op *op, struct lw_take_op *t)
@@ -277,8 +287,7 @@ static int batch_op(struct lw_lease_op *op, struct lw_take_op *t)
     int rc;
 
     if (op->give) {
-        if (l->told != NULL)
-            l->told(l->owner, l); /* as lw_release() */
+        tell_owner(l); /* as lw_release() */
         if (l->fork_gen != lw__fork_gen) {
             free(l);
             op->lease = NULL;
@@ -499,8 +508,7 @@ int lw_release(lw_lease *l)
 
     if (l == NULL)
         return set_last(LW_EINVAL);
-    if (l->told != NULL)
-        l->told(l->owner, l);
+    tell_owner(l);
     /* A forked child never touches the parent's locks: not its to give
      * back, and its watchdog does not renew them. */
     rc = l->fork_gen != lw__fork_gen ? LW_EFORKED : give_back(l, l->n);
@@ -544,13 +552,19 @@ int lw_lease_held(const lw_lease *l)
 
 void lw__lease_set_owner(lw_lease *l, lw_lease_owner_fn fn, void *owner)
 {
-    l->told = fn;
     l->owner = owner;
+    __atomic_store_n(&l->told, fn, __ATOMIC_RELEASE);
 }
 
-void *lw__lease_owner(const lw_lease *l, lw_lease_owner_fn fn)
+void *lw__lease_claim(lw_lease *l, lw_lease_owner_fn fn)
 {
-    return l->told == fn && fn != NULL ? l->owner : NULL;
+    lw_lease_owner_fn expected = fn;
+
+    if (fn == NULL ||
+        !__atomic_compare_exchange_n(&l->told, &expected, NULL, 0,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return NULL;
+    return l->owner;
 }
 
 /* The lease of the woven loop body running on this thread, if any (each

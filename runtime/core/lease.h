@@ -124,8 +124,11 @@ int lw__lease_handed_back(lw_lease *from, int check);
 typedef void (*lw_lease_owner_fn)(void *owner, lw_lease *l);
 void lw__lease_set_owner(lw_lease *l, lw_lease_owner_fn fn, void *owner);
 
-/* l's owner if fn is its hook, else NULL. */
-void *lw__lease_owner(const lw_lease *l, lw_lease_owner_fn fn);
+/* Take l from its owner, if fn is its hook: the owner (its hook now none),
+ * else NULL.  Atomic against lw_release(l), which takes the hook the same
+ * way before running it: of an owner letting go of l and a release on
+ * another thread, exactly one gets it. */
+void *lw__lease_claim(lw_lease *l, lw_lease_owner_fn fn);
 
 /* The woven loop body's lease on this thread (lw_loop_body_begin()), or
  * NULL; and, when it has the full Redis key key, that key's hold, with

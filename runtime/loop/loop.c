@@ -142,6 +142,7 @@ static void forget(void *owner, lw_lease *l)
     lw->refs++; /* lw_loop_free() may run while it settles */
     h->prev->next = h->next;
     h->next->prev = h->prev;
+    pthread_cond_broadcast(&lw->settled); /* lw_loop_free() waits for h */
     if (h->turn != NULL) {
         lw__turn_settle(lw, h->turn);
         lw__turn_next(lw, h->turn);
@@ -745,27 +746,27 @@ int lw_acquire_async_sized(lw_loop *lw, const void *key, size_t keylen,
 
 int lw_release_async(lw_lease *l, lw_released_fn cb, void *ud)
 {
-    struct held *h = l != NULL ? lw__lease_owner(l, forget) : NULL;
+    struct held *h = l != NULL ? lw__lease_claim(l, forget) : NULL;
     struct lw_loop *lw;
     struct turn *t;
     struct request *q;
     int rc;
 
     if (h == NULL)
-        return LW_EINVAL; /* not a lease of a loop's */
+        return LW_EINVAL; /* not a lease of a loop's (or released already) */
     lw = h->loop;
-    if (lw->freeing)
-        return LW_EINVAL; /* lw_loop_free() gives it back */
-    q = request_new(NULL, NULL, NULL, 0);
-    if (q == NULL)
-        return LW_ENOMEM;
+    /* The release's from here, not the loop's: lw_loop_free() or a
+     * lw_release() elsewhere no longer gives it back a second time. */
+    q = lw->freeing ? NULL : request_new(NULL, NULL, NULL, 0);
+    if (q == NULL) {
+        lw__lease_set_owner(l, forget, h); /* still the loop's */
+        return lw->freeing ? LW_EINVAL     /* lw_loop_free() gives it back */
+                           : LW_ENOMEM;
+    }
     q->pool = RELEASE;
     q->lease = l;
     q->released = cb;
     q->ud = ud;
-    /* The release's now, not the loop's: lw_loop_free() must not give it
-     * back a second time while a worker does. */
-    lw__lease_set_owner(l, NULL, NULL);
     t = h->turn;
     pthread_mutex_lock(&lw->mu);
     h->prev->next = h->next;
@@ -979,12 +980,17 @@ void lw_loop_free(lw_loop *lw)
     pthread_mutex_lock(&lw->mu);
     while ((h = lw->held.next) != &lw->held) {
         lw_lease *l = h->lease;
+        if (lw__lease_claim(l, forget) == NULL) {
+            /* Being released on another thread, whose forget() unlinks h
+             * once it has lw->mu. */
+            pthread_cond_wait(&lw->settled, &lw->mu);
+            continue;
+        }
         h->prev->next = h->next;
         h->next->prev = h->prev;
         if (h->turn != NULL)
             lw__turn_settle(lw, h->turn);
         free(h);
-        lw__lease_set_owner(l, NULL, NULL);
         pthread_mutex_unlock(&lw->mu);
         lw_release(l);
         pthread_mutex_lock(&lw->mu);

@@ -117,7 +117,9 @@ struct lw_loop {
                                           callback has not run */
     struct held held;                  /* list head */
     struct turn *turns;
-    pthread_cond_t settled;    /* a turn's releases at the pump are done */
+    pthread_cond_t settled;    /* a turn's releases at the pump are done,
+                                  or another thread's release let go of a
+                                  lease of the loop's (forget()) */
     int64_t deadline_us;       /* no waiter of a turn times out before then */
     struct lw_loop *live_next; /* in loop.c's list of the loops not freed
                                   (under its own mutex) */
