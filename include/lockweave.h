@@ -682,11 +682,11 @@ LW_API int lw_cancel_async(lw_loop *loop, void *ud);
 
 /* End every pending request as lw_cancel_async() does, give back the
  * leases loop handed out that were not released (waiting for those
- * releases, and for a lw_release() of one begun on another thread; one
- * begun after this call is a second release), stop watching, and free
- * loop: no callback runs after it returns.  On the loop's thread, also
- * from a callback; the callbacks it runs may not start requests on loop
- * (LW_EINVAL). */
+ * releases), stop watching, and free loop: no callback runs after it
+ * returns.  A lw_release() on another thread of one of loop's leases
+ * must end before this call or not be made (a second release).  On the
+ * loop's thread, also from a callback; the callbacks it runs may not
+ * start requests on loop (LW_EINVAL). */
 LW_API void lw_loop_free(lw_loop *loop);
 
 /* For the wrapper of a woven `loop =` function: take the keys guards
