@@ -856,7 +856,8 @@ static void unqueue(struct request **head, struct request ***tail,
 
 /* End q (out of the pending list) and run its callback with LW_ECANCELED.
  * A release still gives its lease back, and a lock an acquisition won is
- * given back: by a worker, never on the loop's thread. */
+ * given back: by a pump or a worker, on the loop's thread only when
+ * neither can start. */
 static void cancel_one(struct lw_loop *lw, struct request *q)
 {
     struct request *unsent = NULL;

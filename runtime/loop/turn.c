@@ -186,17 +186,24 @@ void lw__turn_led(struct lw_loop *lw, struct request *q, uint32_t fences,
     lw__turn_next(lw, t);
 }
 
-/* w, waiting in t, is done waiting: status LW_ETIMEOUT (its wait ran out,
- * counted as a blocking wait that did) or LW_ESHUTDOWN.  Under lw->mu. */
-static void wait_over(struct lw_loop *lw, struct turn *t, struct request *w,
-                      int status)
+/* w, off its turn's list, is done waiting: status LW_ETIMEOUT (its wait
+ * ran out, counted as a blocking wait that did) or LW_ESHUTDOWN.  Under
+ * lw->mu. */
+static void wait_ended(struct lw_loop *lw, struct request *w, int status)
 {
-    lw__turn_unlink(t, w);
     if (status == LW_ETIMEOUT)
         lw__lease_waited_out(&w->opts[0], w->asked_us);
     w->turn = NULL;
     w->status = status;
     lw__loop_finish(lw, w);
+}
+
+/* w, waiting in t, is done waiting (wait_ended()).  Under lw->mu. */
+static void wait_over(struct lw_loop *lw, struct turn *t, struct request *w,
+                      int status)
+{
+    lw__turn_unlink(t, w);
+    wait_ended(lw, w, status);
 }
 
 /* t's first waiter whose wait has not run out, NULL if none; those before
@@ -294,10 +301,7 @@ static void pump_hand(struct lw_loop *lw, struct request *q)
         if (w->ended) {
             free(w);
         } else if (rc == LW_ETIMEOUT) { /* while the renewal was waited for */
-            lw__lease_waited_out(&w->opts[0], w->asked_us);
-            w->turn = NULL;
-            w->status = LW_ETIMEOUT;
-            lw__loop_finish(lw, w);
+            wait_ended(lw, w, LW_ETIMEOUT);
             lw__loop_wake(lw);
         } else {
             turn_push_front(t, w);
