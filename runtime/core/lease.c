@@ -423,16 +423,10 @@ int lw__lease_hand_on(lw_lease *from, uint64_t fence, int nowait,
     if (l == NULL)
         return LW_ENOMEM;
     /* From here until its check is answered (lw__lease_handed_back()),
-     * from's configuration must outlive it: lw_shutdown() waits.  One
-     * lw_shutdown() ended (the watchdog's last act) or replaced, whenever
-     * it ran, is not copied. */
+     * from's configuration must outlive it: lw_shutdown() waits. */
     lw__gate_pass();
-    rc = __atomic_load_n(&k->hold.ended, __ATOMIC_ACQUIRE) ||
-                 k->hold.cfg != lw__settings()
-             ? LW_ESHUTDOWN
-             : lw__take_handed(&l->k[0].hold, &k->hold, l->k[0].key,
-                               l->k[0].keylen, l->k[0].prefix_len,
-                               &l->k[0].opts);
+    rc = lw__take_handed(&l->k[0].hold, &k->hold, l->k[0].key, l->k[0].keylen,
+                         l->k[0].prefix_len, &l->k[0].opts);
     if (rc != LW_OK) {
         lw__gate_exit();
         free(l);

@@ -98,6 +98,14 @@ int lw__take_handed(struct lw_hold *h, struct lw_hold *from, const char *key,
 
     if (rc != LW_OK)
         return rc;
+    /* from given back by a lw_shutdown() (the watchdog's last act) or its
+     * configuration replaced, whenever that ran: nothing of it is copied,
+     * its configuration may be freed. */
+    if (__atomic_load_n(&from->ended, __ATOMIC_ACQUIRE) ||
+        from->cfg != lw__settings()) {
+        lw__gate_exit();
+        return LW_ESHUTDOWN;
+    }
     lw__hold_init(h, from->be, from->cfg, key, keylen, prefix_len, opts);
     memcpy(h->token, from->token, sizeof h->token);
     h->toklen = from->toklen;

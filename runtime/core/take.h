@@ -43,7 +43,8 @@ int lw__give_back(struct lw_hold *h);
  * validity, and the watchdog renews it from now on.  from must be out of
  * the watchdog already (lw__watchdog_remove()): one renewer at a time, and
  * its validity read after its last renewal.  LW_OK, or LW_ESHUTDOWN
- * (nothing taken).  The caller checks in Redis, later, that from's
+ * (nothing taken: lw_shutdown() runs or ran since from was taken, or the
+ * configuration changed).  The caller checks in Redis, later, that from's
  * section ended with the key still its token (lw__hold_handed_verdict()). */
 int lw__take_handed(struct lw_hold *h, struct lw_hold *from, const char *key,
                     size_t keylen, size_t prefix_len, const lw_lock_opts *opts);
