@@ -80,6 +80,13 @@ struct lw_kind {
      * kind's release is only release (its script takes a hold, or it
      * splits). */
     struct lw_script *release_script;
+    /* try_free and release_script of many leases in one call, what an
+     * event loop's pump sends for a batch (core/batch.c): ARGV[1] names the
+     * ops ("t" a try, "r" a release; lua.h, BATCH_LUA), each op's KEYS and
+     * ARGV follow in order; one reply per op, as its own script answers,
+     * or an error reply for an op that failed alone.  NULL: each op its
+     * own script. */
+    struct lw_script *batch;
     /* lockweave-ctl: does a lock key whose GET was answered so hold a lock
      * of this kind? */
     int (*owns)(const redisReply *get);

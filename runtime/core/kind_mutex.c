@@ -51,15 +51,17 @@ static const char handfences_lua[] =
  * lost reply made net/exchange.c send it again: ours, its lease what is
  * left.  KEYS: lock, fence counter.  ARGV: token, lease ms.  {fence, lease
  * left ms} when ours, {-1, ''} when busy (the holder's TTL not asked for:
- * the acquire-or-queue script that follows tells). */
-static const char try_lua[] = MINT_LUA
-    "local v = redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], "
-    "'GET')\n"
-    "if not v then return {mint(KEYS[2]), tonumber(ARGV[2])} end\n"
-    "if v == ARGV[1] then\n"
-    "  return {mint(KEYS[2]), redis.call('pttl', KEYS[1])}\n"
-    "end\n"
-    "return {-1, ''}\n";
+ * the acquire-or-queue script that follows tells).  mint() is defined
+ * before it. */
+#define TRY_LUA                                                                \
+    "local v = redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], "      \
+    "'GET')\n"                                                                 \
+    "if not v then return {mint(KEYS[2]), tonumber(ARGV[2])} end\n"            \
+    "if v == ARGV[1] then\n"                                                   \
+    "  return {mint(KEYS[2]), redis.call('pttl', KEYS[1])}\n"                  \
+    "end\n"                                                                    \
+    "return {-1, ''}\n"
+static const char try_lua[] = MINT_LUA TRY_LUA;
 
 /* Is the lock still ours?  KEYS: lock.  ARGV: token.  1 or 0.  For a slot
  * being migrated, where a plain GET may be asked to go elsewhere (ASK) and
@@ -136,23 +138,42 @@ static const char enqueue_lua[] = MINT_LUA
  * queue's name with ":r" for ":q".  So readers queued behind a writer are
  * handed the lock only where that set can be written (readers_here()), and
  * woken to compete where it cannot. */
-static const char release_lua[] =
-    "local v = redis.call('get', KEYS[1])\n"
-    "local receipt = ARGV[4] .. ARGV[1] .. ':rel'\n"
-    "if v ~= ARGV[1] then\n"
-    "  if redis.pcall('exists', receipt) == 1 then return 2 end\n"
-    "  if v then return -1 end\n"
-    "  return 0\n"
-    "end\n"
-    "if redis.call('exists', KEYS[2]) == 0 then\n"
-    "  redis.call('del', KEYS[1])\n"
-    "  return 1\n"
-    "end\n"
-    MINT_LUA READERS_LUA("string.sub(KEYS[2], 1, -3) .. ':r'")
-    HANDOFF_LUA("redis.call('set', KEYS[1], tok, 'PX', lease)",
-                "add_reader(tok, lease, math.floor(clock() / 1000))",
-                "readers_here()", "redis.call('del', KEYS[1])");
+#define RELEASE_LUA                                                            \
+    "local v = redis.call('get', KEYS[1])\n"                                   \
+    "local receipt = ARGV[4] .. ARGV[1] .. ':rel'\n"                           \
+    "if v ~= ARGV[1] then\n"                                                   \
+    "  if redis.pcall('exists', receipt) == 1 then return 2 end\n"             \
+    "  if v then return -1 end\n"                                              \
+    "  return 0\n"                                                             \
+    "end\n"                                                                    \
+    "if redis.call('exists', KEYS[2]) == 0 then\n"                             \
+    "  redis.call('del', KEYS[1])\n"                                           \
+    "  return 1\n"                                                             \
+    "end\n"                                                                    \
+    MINT_LUA READERS_LUA("string.sub(KEYS[2], 1, -3) .. ':r'")                 \
+    HANDOFF_LUA("redis.call('set', KEYS[1], tok, 'PX', lease)",                \
+                "add_reader(tok, lease, math.floor(clock() / 1000))",          \
+                "readers_here()", "redis.call('del', KEYS[1])")
+static const char release_lua[] = RELEASE_LUA;
 /* clang-format on */
+
+/* A pump's batch (core/batch.c): free tries ("t", try_lua's KEYS and
+ * ARGV) and releases ("r", release_lua's), many in one call (lua.h,
+ * BATCH_LUA).  The tries' fences read the server's clock once for them
+ * all: a call of Redis from Lua costs more than the command it runs, and
+ * the clock is one of the six calls a take and its release make when
+ * nobody waits. */
+#define BATCH_CLOCK_LUA                                                        \
+    "  if not now then\n"                                                      \
+    "    local t = redis.call('time')\n"                                       \
+    "    now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"                    \
+    "  end\n"                                                                  \
+    "  local f = now\n"
+static const char batch_lua[] =
+    "local now\n" MINT_FROM_LUA(BATCH_CLOCK_LUA)
+    "local function try(KEYS, ARGV)\n" TRY_LUA "end\n"
+    "local function release(KEYS, ARGV)\n" RELEASE_LUA "end\n"
+    BATCH_LUA("t = try, r = release");
 
 /* One lock key alone: compare the token, then renew (ARGV[2], lease ms) or
  * delete (no ARGV[2]).  KEYS: lock.  ARGV: token [, lease ms].  1 done, 0
@@ -175,6 +196,7 @@ struct lw_script lw__script_try = LW_SCRIPT_INIT(try_lua);
 struct lw_script lw__script_onekey = LW_SCRIPT_INIT(onekey_lua);
 struct lw_script lw__script_handfences = LW_SCRIPT_INIT(handfences_lua);
 struct lw_script lw__script_owned = LW_SCRIPT_INIT(owned_lua);
+struct lw_script lw__script_batch = LW_SCRIPT_INIT(batch_lua);
 
 /* The lock key alone (onekey script): compare the token, then delete the
  * key (ms NULL) or set its TTL to ms; no hand-off. */
@@ -247,5 +269,6 @@ const struct lw_kind lw__kind_mutex = {
     .renew_alone = &lw__script_renew,
     .release = release,
     .release_script = &lw__script_release, /* lw__release_send()'s */
+    .batch = &lw__script_batch,
     .owns = owns,
 };

@@ -32,9 +32,14 @@
  * fails rather than guess.
  */
 #define MINT_LUA                                                               \
-    "local function mint(k, n)\n"                                              \
-    "  local t = redis.call('time')\n"                                         \
-    "  local f = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"                 \
+    MINT_FROM_LUA("  local t = redis.call('time')\n"                           \
+                  "  local f = tonumber(t[1]) * 1000000 + tonumber(t[2])\n")
+/* The same with the clock read by the Lua statements now (setting f): a
+ * batch's (BATCH_LUA) reads it once for all its ops.  A script runs
+ * atomically, so the clock it read first is still no later than the
+ * server's; the counter alone orders what one call mints. */
+#define MINT_FROM_LUA(now)                                                     \
+    "local function mint(k, n)\n" now                                          \
     "  local add = (n or 1) - 1\n"                                             \
     "  local v = redis.call('set', k, string.format('%d', f + add),\n"         \
     "                       'KEEPTTL', 'GET')\n"                               \
@@ -194,5 +199,34 @@
     "  end\n"                                                                  \
     "  redis.call('pexpire', " readers ", redis.call('pttl', KEYS[1]))\n"      \
     "end\n"
+
+/*
+ * Many of a kind's scripts in one call (a kind's batch script, kind.h):
+ * each script's text, as a function of its own KEYS and ARGV, is called
+ * once per op.  ARGV[1] names the ops, three characters each: the
+ * function's letter in ops (Lua table fields, e.g. "t = try, r = release"),
+ * then how many KEYS and how many ARGV of what follows are its, one digit
+ * each, in order.  One reply per op, as its script answers alone.  An op
+ * that fails answers its error and the others still run: each script's
+ * writes are its own op's, as when sent alone, and one bad key (a hash
+ * where a lock should be) must not fail the keys batched beside it.
+ */
+#define BATCH_LUA(ops)                                                         \
+    "local ops = {" ops "}\n"                                                  \
+    "local out, nk, na, s = {}, 0, 1, ARGV[1]\n"                               \
+    "for i = 1, #s, 3 do\n"                                                    \
+    "  local c, kn, an = string.byte(s, i, i + 2)\n"                           \
+    "  local k, a = {}, {}\n"                                                  \
+    "  kn, an = kn - 48, an - 48\n"                                            \
+    "  for j = 1, kn do k[j] = KEYS[nk + j] end\n"                             \
+    "  for j = 1, an do a[j] = ARGV[na + j] end\n"                             \
+    "  nk, na = nk + kn, na + an\n"                                            \
+    "  local ok, r = pcall(ops[string.char(c)], k, a)\n"                       \
+    "  if not ok then\n"                                                       \
+    "    r = {err = type(r) == 'table' and r.err or tostring(r)}\n"            \
+    "  end\n"                                                                  \
+    "  out[#out + 1] = r\n"                                                    \
+    "end\n"                                                                    \
+    "return out\n"
 
 #endif

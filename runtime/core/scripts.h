@@ -13,6 +13,7 @@ extern struct lw_script lw__script_try;        /* take a free lock */
 extern struct lw_script lw__script_onekey;     /* renew or delete one key */
 extern struct lw_script lw__script_handfences; /* fences for local hand-offs */
 extern struct lw_script lw__script_owned;      /* is the lock still ours? */
+extern struct lw_script lw__script_batch;      /* many tries and releases */
 /* The same for a semaphore (permits = N): a sorted set of leased permits. */
 extern struct lw_script lw__script_sem_enqueue;
 extern struct lw_script lw__script_sem_release;

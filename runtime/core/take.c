@@ -9,6 +9,7 @@
 #include "base/gate.h"
 #include "base/result.h"
 #include "core/backend.h"
+#include "core/batch.h"
 #include "core/cohort.h"
 #include "core/kind.h"
 #include "core/queue.h"
@@ -152,6 +153,7 @@ struct work {
     struct lw_fences f; /* a take's fences, right behind its try */
     int sent;           /* in the pipeline */
     int fenced;         /* f too */
+    int folded;         /* in the batch's one script (fold()) */
 };
 
 /* Build op's request into w (in the gate, entered here): 1 when it is to
@@ -208,6 +210,43 @@ static void alone(struct lw_take_op *ops, int n, int rc)
         ops[i].rc = ops[i].give ? lw__give_back(ops[i].h) : rc;
 }
 
+static const struct lw_request *request_of(const struct lw_take_op *op,
+                                           const struct work *w)
+{
+    return op->give ? &w->u.g.q : &w->u.t.q;
+}
+
+/* Fold the sent tries and releases of the first kind that has a batch
+ * script into one call of it (b), when there are two at least: each op
+ * whose request is folded is marked.  The others, and any op when memory
+ * runs out, go as requests of their own. */
+static void fold(struct lw_take_op *ops, struct work *w, int n,
+                 struct lw_batch *b)
+{
+    const struct lw_request **q = malloc((size_t)n * sizeof *q);
+    char *letters = malloc((size_t)n);
+    struct lw_script *script = NULL;
+    int m = 0;
+
+    for (int i = 0; i < n && q != NULL && letters != NULL; i++) {
+        const struct lw_request *r = request_of(&ops[i], &w[i]);
+        if (!w[i].sent || !lw__batch_fits(r) || ops[i].h->kind->batch == NULL)
+            continue;
+        if (script == NULL)
+            script = ops[i].h->kind->batch;
+        if (ops[i].h->kind->batch != script)
+            continue;
+        w[i].folded = 1;
+        letters[m] = ops[i].give ? 'r' : 't';
+        q[m++] = r;
+    }
+    if (m < 2 || lw__batch_fold(b, script, q, letters, m) != LW_OK)
+        for (int i = 0; i < n; i++)
+            w[i].folded = 0;
+    free(q);
+    free(letters);
+}
+
 void lw__take_batch(struct lw_take_op *ops, int n)
 {
     struct work *w = calloc((size_t)n, sizeof *w);
@@ -216,6 +255,8 @@ void lw__take_batch(struct lw_take_op *ops, int n)
     int *rcs = malloc(2 * (size_t)n * sizeof *rcs), m = 0, replayed, rc = LW_OK;
     const struct lw_settings *cfg = NULL;
     struct lw_target to = {0};
+    struct lw_batch b = {0};
+    int at = -1, j = 0; /* b's place in the pipeline; the next op of b */
 
     for (int i = 0; i < n; i++)
         ops[i].fences_rc = LW_R_BUSY; /* none minted, unless said below */
@@ -225,14 +266,24 @@ void lw__take_batch(struct lw_take_op *ops, int n)
     }
     for (int i = 0; i < n; i++)
         if ((w[i].sent = prepare(&ops[i], &w[i])) != 0) {
-            q[m++] = ops[i].give ? &w[i].u.g.q : &w[i].u.t.q;
             cfg = ops[i].h->cfg;
             w[i].fenced = !ops[i].give && ops[i].fences > 0 &&
                           lw__queue_fences_request(&w[i].f, ops[i].h,
                                                    ops[i].fences) == LW_OK;
-            if (w[i].fenced)
-                q[m++] = &w[i].f.q;
         }
+    fold(ops, w, n, &b);
+    /* Each op where it came, the folded ones where the first of them did:
+     * a take's fences still go behind its try. */
+    for (int i = 0; i < n; i++) {
+        if (!w[i].sent)
+            continue;
+        if (!w[i].folded)
+            q[m++] = request_of(&ops[i], &w[i]);
+        else if (at < 0)
+            q[at = m++] = &b.q;
+        if (w[i].fenced)
+            q[m++] = &w[i].f.q;
+    }
     /* One server: this thread's own connection, whichever op's settings
      * (each is that server's, lw__take_batchable() said). */
     if (m > 0)
@@ -244,16 +295,27 @@ void lw__take_batch(struct lw_take_op *ops, int n)
             out[k] = NULL;
             rcs[k] = rc;
         }
+    if (at >= 0)
+        lw__batch_split(&b, rcs[at], out[at]);
     for (int i = 0, k = 0; i < n; i++) {
         struct lw_take_op *op = &ops[i];
+        int orc;
+        redisReply *r;
         if (!w[i].sent)
             continue;
+        if (w[i].folded) {
+            orc = b.rcs[j];
+            r = b.out[j++];
+            k += k == at; /* b's own slot */
+        } else {
+            orc = rcs[k];
+            r = out[k++];
+        }
         if (op->give)
-            op->rc = lw__queue_give_reply(&w[i].u.g, rcs[k], out[k]);
+            op->rc = lw__queue_give_reply(&w[i].u.g, orc, r);
         else
-            op->rc = taken(op->h, lw__queue_try_reply(&w[i].u.t, rcs[k], out[k],
+            op->rc = taken(op->h, lw__queue_try_reply(&w[i].u.t, orc, r,
                                                       to.sent_us, op->fence));
-        k++;
         if (w[i].fenced) {
             op->fences_rc =
                 lw__queue_fences_reply(&w[i].f, rcs[k], out[k], &op->first);
@@ -262,6 +324,7 @@ void lw__take_batch(struct lw_take_op *ops, int n)
         lw__gate_exit();
     }
 out:
+    lw__batch_free(&b);
     free(w);
     free(q);
     free(out);

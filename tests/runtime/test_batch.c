@@ -1,0 +1,244 @@
+/*
+ * core/take.c's batch (what an event loop's pump sends), called directly
+ * through lw__lease_batch() on a real server: the takes and releases of a
+ * batch go to Redis as one call of the mutex's batch script (core/batch.c),
+ * and each op still ends as it would alone:
+ *   folded   16 takes of free keys, then their 16 releases: each LW_OK,
+ *            fences distinct and higher than the same keys' last, the keys
+ *            gone after, and Redis ran one script for each batch
+ *   apart    two of the keys hold hashes: those two fail (LW_EREDIS), the
+ *            14 beside them in the same script are taken and given back
+ *   handed   a release in a batch with a waiter queued in Redis: the batch
+ *            hands the lock to it (the release's hand-off inside the batch
+ *            script), with a fence above the one given back, and the takes
+ *            batched beside it are unharmed
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/lease.h"
+#include "util.h"
+
+static rh_server srv;
+
+#define N        16
+#define NOT_HELD 1 /* an op's status once its lease is given back */
+
+static struct lw_lease_op ops[N];
+static char keys[N][32];
+static lw_lock_opts opts;
+
+/* EVAL and EVALSHA calls so far. */
+static long long scripts(void)
+{
+    const char *const cmds[] = {"evalsha", "eval"};
+    return command_calls(&srv, cmds, 2);
+}
+
+/* Take "<prefix>:<i>" for i < n in one batch; the calls it took. */
+static long long take_all(const char *prefix, int n)
+{
+    long long before = scripts();
+
+    memset(ops, 0, sizeof ops);
+    for (int i = 0; i < n; i++) {
+        snprintf(keys[i], sizeof keys[i], "%s:%d", prefix, i);
+        ops[i] = (struct lw_lease_op){
+            .key = keys[i], .keylen = strlen(keys[i]), .opts = &opts};
+    }
+    lw__lease_batch(ops, n);
+    return scripts() - before;
+}
+
+/* Give back, in one batch, the leases of ops[i] for i < n that were won
+ * (statuses in ops[i].status; NOT_HELD for the others); the calls it
+ * took. */
+static long long give_all(int n)
+{
+    static struct lw_lease_op gives[N];
+    int m = 0, map[N];
+    long long before = scripts();
+
+    for (int i = 0; i < n; i++)
+        if (ops[i].status == LW_OK) {
+            map[m] = i;
+            gives[m++] = (struct lw_lease_op){.give = 1, .lease = ops[i].lease};
+        }
+    lw__lease_batch(gives, m);
+    for (int i = 0; i < n; i++)
+        ops[i].status = NOT_HELD;
+    for (int j = 0; j < m; j++)
+        ops[map[j]].status = gives[j].status;
+    return scripts() - before;
+}
+
+/* Each take of ops[0..N) LW_OK, the key there, its fence unlike the
+ * others' and above last[i] (when last). */
+static void check_taken(const uint64_t *last)
+{
+    for (int i = 0; i < N; i++) {
+        uint64_t f = lw_lease_fence(ops[i].lease);
+        CHECK_MSG(ops[i].status == LW_OK, "%s: %s", keys[i],
+                  lw_strerror(ops[i].status));
+        CHECK(lock_exists(&srv, keys[i]));
+        for (int j = 0; j < i; j++)
+            CHECK_MSG(f != lw_lease_fence(ops[j].lease), "fence %llu twice",
+                      (unsigned long long)f);
+        CHECK_MSG(last == NULL || f > last[i], "%s: fence %llu after %llu",
+                  keys[i], (unsigned long long)f,
+                  (unsigned long long)(last != NULL ? last[i] : 0));
+    }
+}
+
+static void folded(void)
+{
+    uint64_t last[N];
+    long long calls;
+
+    take_all("bf", N); /* the connection's first use: its own checks */
+    check_taken(NULL);
+    CHECK_EQ(give_all(N), 1);
+    calls = take_all("bf", N);
+    CHECK_MSG(calls == 1, "%d takes in %lld script calls", N, calls);
+    check_taken(NULL);
+    for (int i = 0; i < N; i++)
+        last[i] = lw_lease_fence(ops[i].lease);
+    calls = give_all(N);
+    CHECK_MSG(calls == 1, "%d releases in %lld script calls", N, calls);
+    for (int i = 0; i < N; i++) {
+        CHECK_RC(ops[i].status, LW_OK);
+        CHECK_EQ(lock_exists(&srv, keys[i]), 0);
+    }
+    take_all("bf", N); /* the same keys again: higher fences */
+    check_taken(last);
+    CHECK_EQ(give_all(N), 1);
+    printf("folded: %d takes and %d releases, one script call each\n", N, N);
+}
+
+static void apart(void)
+{
+    CHECK_EQ(rh_cmd_int(&srv, "HSET lock:ba:3 f v"), 1);
+    CHECK_EQ(rh_cmd_int(&srv, "HSET lock:ba:11 f v"), 1);
+    /* (Each failed take is given back after, alone, as a try whose answer
+     * was an error always is: the script calls are not counted here.) */
+    take_all("ba", N);
+    for (int i = 0; i < N; i++) {
+        int bad = i == 3 || i == 11;
+        CHECK_MSG(ops[i].status == (bad ? LW_EREDIS : LW_OK), "ba:%d: %s", i,
+                  lw_strerror(ops[i].status));
+    }
+    CHECK_EQ(rh_cmd_int(&srv, "HLEN lock:ba:3"), 1);
+    CHECK_EQ(give_all(N), 1);
+    for (int i = 0; i < N; i++) {
+        if (i == 3 || i == 11)
+            continue;
+        CHECK_RC(ops[i].status, LW_OK);
+        CHECK_EQ(lock_exists(&srv, keys[i]), 0);
+    }
+    printf("apart: 2 of %d keys held as hashes failed alone\n", N);
+}
+
+/* The waiter of handed, another process: forked before lockweave has a
+ * thread (a fork beside them is runtime_fork's subject), it takes "bh:0"
+ * once told to (a byte on go), and writes its status and fence to done. */
+static int go[2], done[2];
+static pid_t waiter_pid;
+
+static void waiter_start(void)
+{
+    CHECK(pipe(go) == 0 && pipe(done) == 0);
+    waiter_pid = fork();
+    CHECK(waiter_pid >= 0);
+    if (waiter_pid == 0) {
+        lw_lock_opts o = lock_opts(30000, 30000, 0);
+        struct {
+            int status;
+            uint64_t fence;
+        } got = {0};
+        char c;
+        lw_lease *l;
+        close(go[1]); /* so that a parent gone ends the read */
+        close(done[0]);
+        if (read(go[0], &c, 1) != 1)
+            _exit(1);
+        use_server(&srv);
+        got.status = lw_acquire("bh:0", 4, &o, &l);
+        if (got.status == LW_OK) {
+            got.fence = lw_lease_fence(l);
+            got.status = lw_release(l);
+        }
+        if (write(done[1], &got, sizeof got) != (ssize_t)sizeof got)
+            _exit(1);
+        lw_shutdown();
+        _exit(0);
+    }
+    close(go[0]);
+    close(done[1]);
+}
+
+static void handed(void)
+{
+    struct lw_lease_op batch[N];
+    char more[N][32];
+    struct {
+        int status;
+        uint64_t fence;
+    } got;
+    uint64_t given;
+    int wstatus;
+
+    take_all("bh", 1);
+    CHECK_RC(ops[0].status, LW_OK);
+    given = lw_lease_fence(ops[0].lease);
+    CHECK(write(go[1], "g", 1) == 1);
+    /* Queued in Redis: its entry in the key's queue. */
+    for (int i = 0; i < 3000 && rh_cmd_int(&srv, "ZCARD {lock:bh:0}:q") < 1;
+         i++)
+        sleep_ms(10);
+    CHECK_EQ(rh_cmd_int(&srv, "ZCARD {lock:bh:0}:q"), 1);
+    /* The release of bh:0, in one batch with takes of bh:1 .. */
+    batch[0] = (struct lw_lease_op){.give = 1, .lease = ops[0].lease};
+    for (int i = 1; i < N; i++) {
+        snprintf(more[i], sizeof more[i], "bh:%d", i);
+        batch[i] = (struct lw_lease_op){
+            .key = more[i], .keylen = strlen(more[i]), .opts = &opts};
+    }
+    lw__lease_batch(batch, N);
+    CHECK_RC(batch[0].status, LW_OK);
+    for (int i = 1; i < N; i++)
+        CHECK_RC(batch[i].status, LW_OK);
+    CHECK(read(done[0], &got, sizeof got) == (ssize_t)sizeof got);
+    CHECK(waitpid(waiter_pid, &wstatus, 0) == waiter_pid);
+    CHECK(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
+    CHECK_RC(got.status, LW_OK);
+    CHECK_MSG(got.fence > given, "handed fence %llu after %llu",
+              (unsigned long long)got.fence, (unsigned long long)given);
+    memcpy(ops, batch, sizeof batch);
+    ops[0].status = NOT_HELD; /* given back already */
+    CHECK_EQ(give_all(N), 1);
+    for (int i = 1; i < N; i++)
+        CHECK_RC(ops[i].status, LW_OK);
+    printf("handed: a waiter queued in Redis handed the key by a batch's "
+           "release, fence %llu after %llu\n",
+           (unsigned long long)got.fence, (unsigned long long)given);
+}
+
+int main(void)
+{
+    CHECK(rh_start(&srv, NULL) == 0);
+    waiter_start();
+    use_server(&srv);
+    /* No renewals: the watchdog's scripts stay out of the counts. */
+    opts = lock_opts(30000, 0, 0);
+
+    folded();
+    apart();
+    handed();
+
+    lw_shutdown();
+    CHECK(rh_stop(&srv) == 0);
+    printf("batch: ok\n");
+    return 0;
+}
