@@ -206,8 +206,9 @@
  * once per op.  ARGV[1] names the ops, three characters each: the
  * function's letter in ops (Lua table fields, e.g. "t = try, r = release"),
  * then how many KEYS and how many ARGV of what follows are its, one digit
- * each, in order.  One reply per op, as its script answers alone.  An op
- * that fails answers its error and the others still run: each script's
+ * each, in order.  One reply per op, as its script answers alone (nil for
+ * nothing, which would otherwise end the array there).  An op that fails
+ * answers its error and the others still run: each script's
  * writes are its own op's, as when sent alone, and one bad key (a hash
  * where a lock should be) must not fail the keys batched beside it.
  */
@@ -224,6 +225,8 @@
     "  local ok, r = pcall(ops[string.char(c)], k, a)\n"                       \
     "  if not ok then\n"                                                       \
     "    r = {err = type(r) == 'table' and r.err or tostring(r)}\n"            \
+    "  elseif r == nil then\n"                                                 \
+    "    r = false\n"                                                          \
     "  end\n"                                                                  \
     "  out[#out + 1] = r\n"                                                    \
     "end\n"                                                                    \

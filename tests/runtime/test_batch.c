@@ -8,10 +8,18 @@
  *            gone after, and Redis ran one script for each batch
  *   apart    two of the keys hold hashes: those two fail (LW_EREDIS), the
  *            14 beside them in the same script are taken and given back
- *   handed   a release in a batch with a waiter queued in Redis: the batch
- *            hands the lock to it (the release's hand-off inside the batch
- *            script), with a fence above the one given back, and the takes
- *            batched beside it are unharmed
+ *   fenced   takes that lead a run handed on in memory, their run's
+ *            fences minted by a script of their own right behind the
+ *            batch's call: each run's fences above its take's
+ *   handed   a release in a batch with a waiter of another process queued
+ *            in Redis (hand-off age 0, the default: the release hands it
+ *            the key, minting its fence inside the batch script): the
+ *            waiter's fence above the one given back, the takes batched
+ *            beside the release unharmed
+ * Script calls are counted: want, when the connection held; at most
+ * 2 * want + 1 when it broke under a slow machine and the batch went again
+ * on a new one (whose first use runs a check of its own).  One call per op
+ * would be N at least.
  */
 #include <stdio.h>
 #include <string.h>
@@ -37,19 +45,34 @@ static long long scripts(void)
     return command_calls(&srv, cmds, 2);
 }
 
-/* Take "<prefix>:<i>" for i < n in one batch; the calls it took. */
-static long long take_all(const char *prefix, int n)
+/* calls script calls did what wants want (see the top). */
+static void check_calls(long long calls, long long want, const char *what)
+{
+    CHECK_MSG(calls >= want && calls <= 2 * want + 1,
+              "%s in %lld script calls (%lld wanted)", what, calls, want);
+}
+
+/* Take "<prefix>:<i>" for i < n in one batch, those i with run[i] set
+ * (run NULL: none) leading a run; the calls it took. */
+static long long take_run(const char *prefix, int n, const int *run)
 {
     long long before = scripts();
 
     memset(ops, 0, sizeof ops);
     for (int i = 0; i < n; i++) {
         snprintf(keys[i], sizeof keys[i], "%s:%d", prefix, i);
-        ops[i] = (struct lw_lease_op){
-            .key = keys[i], .keylen = strlen(keys[i]), .opts = &opts};
+        ops[i] = (struct lw_lease_op){.key = keys[i],
+                                      .keylen = strlen(keys[i]),
+                                      .opts = &opts,
+                                      .run_fences = run != NULL && run[i]};
     }
     lw__lease_batch(ops, n);
     return scripts() - before;
+}
+
+static long long take_all(const char *prefix, int n)
+{
+    return take_run(prefix, n, NULL);
 }
 
 /* Give back, in one batch, the leases of ops[i] for i < n that were won
@@ -99,22 +122,22 @@ static void folded(void)
 
     take_all("bf", N); /* the connection's first use: its own checks */
     check_taken(NULL);
-    CHECK_EQ(give_all(N), 1);
+    check_calls(give_all(N), 1, "16 releases");
     calls = take_all("bf", N);
-    CHECK_MSG(calls == 1, "%d takes in %lld script calls", N, calls);
+    check_calls(calls, 1, "16 takes");
     check_taken(NULL);
     for (int i = 0; i < N; i++)
         last[i] = lw_lease_fence(ops[i].lease);
-    calls = give_all(N);
-    CHECK_MSG(calls == 1, "%d releases in %lld script calls", N, calls);
+    check_calls(give_all(N), 1, "16 releases");
     for (int i = 0; i < N; i++) {
         CHECK_RC(ops[i].status, LW_OK);
         CHECK_EQ(lock_exists(&srv, keys[i]), 0);
     }
     take_all("bf", N); /* the same keys again: higher fences */
     check_taken(last);
-    CHECK_EQ(give_all(N), 1);
-    printf("folded: %d takes and %d releases, one script call each\n", N, N);
+    check_calls(give_all(N), 1, "16 releases");
+    printf("folded: %d takes, then %d releases, in %lld script call(s)\n", N, N,
+           calls);
 }
 
 static void apart(void)
@@ -130,7 +153,7 @@ static void apart(void)
                   lw_strerror(ops[i].status));
     }
     CHECK_EQ(rh_cmd_int(&srv, "HLEN lock:ba:3"), 1);
-    CHECK_EQ(give_all(N), 1);
+    check_calls(give_all(N), 1, "14 releases");
     for (int i = 0; i < N; i++) {
         if (i == 3 || i == 11)
             continue;
@@ -138,6 +161,35 @@ static void apart(void)
         CHECK_EQ(lock_exists(&srv, keys[i]), 0);
     }
     printf("apart: 2 of %d keys held as hashes failed alone\n", N);
+}
+
+static void fenced(void)
+{
+    static const int run[N] = {[0] = 1, [5] = 1, [15] = 1};
+    long long calls;
+
+    take_run("bn", N, run); /* the fences' script met first: NOSCRIPT */
+    give_all(N);
+    calls = take_run("bn", N, run);
+    check_calls(calls, 1 + 3, "16 takes and 3 runs' fences");
+    check_taken(NULL);
+    for (int i = 0; i < N; i++) {
+        if (!run[i]) {
+            CHECK_EQ(ops[i].fences, 0);
+            continue;
+        }
+        CHECK_MSG(ops[i].fences > 0, "bn:%d: no fences for its run", i);
+        CHECK_MSG(ops[i].first_fence > lw_lease_fence(ops[i].lease),
+                  "bn:%d: run's fences from %llu, its take's %llu", i,
+                  (unsigned long long)ops[i].first_fence,
+                  (unsigned long long)lw_lease_fence(ops[i].lease));
+    }
+    check_calls(give_all(N), 1, "16 releases");
+    for (int i = 0; i < N; i++)
+        CHECK_RC(ops[i].status, LW_OK);
+    printf("fenced: 3 of %d takes with their runs' fences behind the batch, "
+           "in %lld script calls\n",
+           N, calls);
 }
 
 /* The waiter of handed, another process: forked before lockweave has a
@@ -217,7 +269,7 @@ static void handed(void)
               (unsigned long long)got.fence, (unsigned long long)given);
     memcpy(ops, batch, sizeof batch);
     ops[0].status = NOT_HELD; /* given back already */
-    CHECK_EQ(give_all(N), 1);
+    check_calls(give_all(N), 1, "15 releases");
     for (int i = 1; i < N; i++)
         CHECK_RC(ops[i].status, LW_OK);
     printf("handed: a waiter queued in Redis handed the key by a batch's "
@@ -235,6 +287,7 @@ int main(void)
 
     folded();
     apart();
+    fenced();
     handed();
 
     lw_shutdown();
