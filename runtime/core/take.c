@@ -153,7 +153,10 @@ struct work {
     struct lw_fences f; /* a take's fences, right behind its try */
     int sent;           /* in the pipeline */
     int fenced;         /* f too */
-    int folded;         /* in the batch's one script (fold()) */
+    int fold;           /* 1 + its call in the batch's folds (fold()),
+                           0: sent alone */
+    int leads;          /* the first op of its fold: the call goes where
+                           it would have */
 };
 
 /* Build op's request into w (in the gate, entered here): 1 when it is to
@@ -216,19 +219,36 @@ static const struct lw_request *request_of(const struct lw_take_op *op,
     return op->give ? &w->u.g.q : &w->u.t.q;
 }
 
+/* Ops in one call of a batch script at most: Redis runs a script to its
+ * end, serving no other client meanwhile, and 64 ops are a few hundred
+ * microseconds of its time. */
+#define FOLD_MAX 64
+
+/* One call of a batch script and where its answer is. */
+struct fold {
+    struct lw_batch b;
+    int at;   /* its place in the pipeline */
+    int next; /* its next op's answer, in b */
+};
+
 /* Fold the sent tries and releases of the first kind that has a batch
- * script into one call of it (b), when there are two at least: each op
- * whose request is folded is marked.  The others, and any op when memory
- * runs out, go as requests of their own. */
+ * script into calls of it, FOLD_MAX ops each, in the order they came
+ * (*folds, *nf of them; each op folded says which).  The other ops, a
+ * call's lone op and any op when memory runs out go as requests of their
+ * own. */
 static void fold(struct lw_take_op *ops, struct work *w, int n,
-                 struct lw_batch *b)
+                 struct fold **folds, int *nf)
 {
     const struct lw_request **q = malloc((size_t)n * sizeof *q);
     char *letters = malloc((size_t)n);
+    int *which = malloc((size_t)n * sizeof *which);
     struct lw_script *script = NULL;
     int m = 0;
 
-    for (int i = 0; i < n && q != NULL && letters != NULL; i++) {
+    *nf = 0;
+    *folds = NULL;
+    for (int i = 0; i < n && q != NULL && letters != NULL && which != NULL;
+         i++) {
         const struct lw_request *r = request_of(&ops[i], &w[i]);
         if (!w[i].sent || !lw__batch_fits(r) || ops[i].h->kind->batch == NULL)
             continue;
@@ -236,15 +256,25 @@ static void fold(struct lw_take_op *ops, struct work *w, int n,
             script = ops[i].h->kind->batch;
         if (ops[i].h->kind->batch != script)
             continue;
-        w[i].folded = 1;
         letters[m] = ops[i].give ? 'r' : 't';
+        which[m] = i;
         q[m++] = r;
     }
-    if (m < 2 || lw__batch_fold(b, script, q, letters, m) != LW_OK)
-        for (int i = 0; i < n; i++)
-            w[i].folded = 0;
+    if (m >= 2)
+        *folds = calloc((size_t)(m + FOLD_MAX - 1) / FOLD_MAX, sizeof **folds);
+    for (int at = 0; *folds != NULL && m - at >= 2; at += FOLD_MAX) {
+        int k = m - at < FOLD_MAX ? m - at : FOLD_MAX;
+        if (lw__batch_fold(&(*folds)[*nf].b, script, q + at, letters + at, k) !=
+            LW_OK)
+            continue;
+        ++*nf;
+        for (int j = 0; j < k; j++)
+            w[which[at + j]].fold = *nf;
+        w[which[at]].leads = 1;
+    }
     free(q);
     free(letters);
+    free(which);
 }
 
 void lw__take_batch(struct lw_take_op *ops, int n)
@@ -255,8 +285,8 @@ void lw__take_batch(struct lw_take_op *ops, int n)
     int *rcs = malloc(2 * (size_t)n * sizeof *rcs), m = 0, replayed, rc = LW_OK;
     const struct lw_settings *cfg = NULL;
     struct lw_target to = {0};
-    struct lw_batch b = {0};
-    int at = -1, j = 0; /* b's place in the pipeline; the next op of b */
+    struct fold *folds = NULL;
+    int nf = 0;
 
     for (int i = 0; i < n; i++)
         ops[i].fences_rc = LW_R_BUSY; /* none minted, unless said below */
@@ -271,16 +301,16 @@ void lw__take_batch(struct lw_take_op *ops, int n)
                           lw__queue_fences_request(&w[i].f, ops[i].h,
                                                    ops[i].fences) == LW_OK;
         }
-    fold(ops, w, n, &b);
-    /* Each op where it came, the folded ones where the first of them did:
-     * a take's fences still go behind its try. */
+    fold(ops, w, n, &folds, &nf);
+    /* Each op where it came, a fold's call where its first op did: a
+     * take's fences still go behind its try. */
     for (int i = 0; i < n; i++) {
         if (!w[i].sent)
             continue;
-        if (!w[i].folded)
+        if (w[i].fold == 0)
             q[m++] = request_of(&ops[i], &w[i]);
-        else if (at < 0)
-            q[at = m++] = &b.q;
+        else if (w[i].leads)
+            q[folds[w[i].fold - 1].at = m++] = &folds[w[i].fold - 1].b.q;
         if (w[i].fenced)
             q[m++] = &w[i].f.q;
     }
@@ -295,18 +325,19 @@ void lw__take_batch(struct lw_take_op *ops, int n)
             out[k] = NULL;
             rcs[k] = rc;
         }
-    if (at >= 0)
-        lw__batch_split(&b, rcs[at], out[at]);
+    for (int f = 0; f < nf; f++)
+        lw__batch_split(&folds[f].b, rcs[folds[f].at], out[folds[f].at]);
     for (int i = 0, k = 0; i < n; i++) {
         struct lw_take_op *op = &ops[i];
         int orc;
         redisReply *r;
         if (!w[i].sent)
             continue;
-        if (w[i].folded) {
-            orc = b.rcs[j];
-            r = b.out[j++];
-            k += k == at; /* b's own slot */
+        if (w[i].fold != 0) {
+            struct fold *f = &folds[w[i].fold - 1];
+            orc = f->b.rcs[f->next];
+            r = f->b.out[f->next++];
+            k += w[i].leads; /* the call's own slot */
         } else {
             orc = rcs[k];
             r = out[k++];
@@ -324,7 +355,9 @@ void lw__take_batch(struct lw_take_op *ops, int n)
         lw__gate_exit();
     }
 out:
-    lw__batch_free(&b);
+    for (int f = 0; f < nf; f++)
+        lw__batch_free(&folds[f].b);
+    free(folds);
     free(w);
     free(q);
     free(out);

@@ -11,6 +11,8 @@
  *   fenced   takes that lead a run handed on in memory, their run's
  *            fences minted by a script of their own right behind the
  *            batch's call: each run's fences above its take's
+ *   capped   129 takes, then their releases: two calls of 64 ops and the
+ *            op left over alone, each way
  *   handed   a release in a batch with a waiter of another process queued
  *            in Redis (hand-off age 0, the default: the release hands it
  *            the key, minting its fence inside the batch script): the
@@ -34,8 +36,13 @@ static rh_server srv;
 #define N        16
 #define NOT_HELD 1 /* an op's status once its lease is given back */
 
-static struct lw_lease_op ops[N];
-static char keys[N][32];
+/* The most ops a call of the batch script takes (core/take.c), and ops
+ * enough for two calls and one op left over. */
+#define FOLD_MAX 64
+#define MANY     (2 * FOLD_MAX + 1)
+
+static struct lw_lease_op ops[MANY];
+static char keys[MANY][32];
 static lw_lock_opts opts;
 
 /* EVAL and EVALSHA calls so far. */
@@ -80,8 +87,8 @@ static long long take_all(const char *prefix, int n)
  * took. */
 static long long give_all(int n)
 {
-    static struct lw_lease_op gives[N];
-    int m = 0, map[N];
+    static struct lw_lease_op gives[MANY];
+    int m = 0, map[MANY];
     long long before = scripts();
 
     for (int i = 0; i < n; i++)
@@ -97,11 +104,11 @@ static long long give_all(int n)
     return scripts() - before;
 }
 
-/* Each take of ops[0..N) LW_OK, the key there, its fence unlike the
+/* Each take of ops[0..n) LW_OK, the key there, its fence unlike the
  * others' and above last[i] (when last). */
-static void check_taken(const uint64_t *last)
+static void check_taken(int n, const uint64_t *last)
 {
-    for (int i = 0; i < N; i++) {
+    for (int i = 0; i < n; i++) {
         uint64_t f = lw_lease_fence(ops[i].lease);
         CHECK_MSG(ops[i].status == LW_OK, "%s: %s", keys[i],
                   lw_strerror(ops[i].status));
@@ -121,11 +128,11 @@ static void folded(void)
     long long calls;
 
     take_all("bf", N); /* the connection's first use: its own checks */
-    check_taken(NULL);
+    check_taken(N, NULL);
     check_calls(give_all(N), 1, "16 releases");
     calls = take_all("bf", N);
     check_calls(calls, 1, "16 takes");
-    check_taken(NULL);
+    check_taken(N, NULL);
     for (int i = 0; i < N; i++)
         last[i] = lw_lease_fence(ops[i].lease);
     check_calls(give_all(N), 1, "16 releases");
@@ -134,7 +141,7 @@ static void folded(void)
         CHECK_EQ(lock_exists(&srv, keys[i]), 0);
     }
     take_all("bf", N); /* the same keys again: higher fences */
-    check_taken(last);
+    check_taken(N, last);
     check_calls(give_all(N), 1, "16 releases");
     printf("folded: %d takes, then %d releases, in %lld script call(s)\n", N, N,
            calls);
@@ -172,7 +179,7 @@ static void fenced(void)
     give_all(N);
     calls = take_run("bn", N, run);
     check_calls(calls, 1 + 3, "16 takes and 3 runs' fences");
-    check_taken(NULL);
+    check_taken(N, NULL);
     for (int i = 0; i < N; i++) {
         if (!run[i]) {
             CHECK_EQ(ops[i].fences, 0);
@@ -190,6 +197,26 @@ static void fenced(void)
     printf("fenced: 3 of %d takes with their runs' fences behind the batch, "
            "in %lld script calls\n",
            N, calls);
+}
+
+static void capped(void)
+{
+    long long calls;
+
+    /* Two calls of FOLD_MAX ops, and the op left over alone: no script
+     * holds Redis for more than FOLD_MAX ops, whatever a pump's batch. */
+    take_all("bm", MANY); /* the lone op's script met first: NOSCRIPT */
+    give_all(MANY);
+    calls = take_all("bm", MANY);
+    check_calls(calls, 3, "129 takes");
+    check_taken(MANY, NULL);
+    check_calls(give_all(MANY), 3, "129 releases");
+    for (int i = 0; i < MANY; i++) {
+        CHECK_RC(ops[i].status, LW_OK);
+        CHECK_EQ(lock_exists(&srv, keys[i]), 0);
+    }
+    printf("capped: %d takes and releases, in %lld script calls each way\n",
+           MANY, calls);
 }
 
 /* The waiter of handed, another process: forked before lockweave has a
@@ -288,6 +315,7 @@ int main(void)
     folded();
     apart();
     fenced();
+    capped();
     handed();
 
     lw_shutdown();
