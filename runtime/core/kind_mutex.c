@@ -159,18 +159,23 @@ static const char release_lua[] = RELEASE_LUA;
 
 /* A pump's batch (core/batch.c): free tries ("t", try_lua's KEYS and
  * ARGV) and releases ("r", release_lua's), many in one call (lua.h,
- * BATCH_LUA).  The tries' fences read the server's clock once for them
- * all: a call of Redis from Lua costs more than the command it runs, and
- * the clock is one of the six calls a take and its release make when
- * nobody waits. */
+ * BATCH_LUA).  A call of Redis from Lua costs more than the command it
+ * runs, and a take's fence two of the six calls a take and its release
+ * make when nobody waits: the tries' fences read the server's clock once
+ * for them all, and a counter a try of this call minted from is past that
+ * clock already (a counter only rises), so the next fence from it is the
+ * counter plus one, its INCR: one call where mint() would write the
+ * clock's fence, read the counter ahead of it and write again. */
 #define BATCH_CLOCK_LUA                                                        \
+    "  if minted[k] and not n then return redis.call('incr', k) end\n"         \
+    "  minted[k] = true\n"                                                     \
     "  if not now then\n"                                                      \
     "    local t = redis.call('time')\n"                                       \
     "    now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"                    \
     "  end\n"                                                                  \
     "  local f = now\n"
 static const char batch_lua[] =
-    "local now\n" MINT_FROM_LUA(BATCH_CLOCK_LUA)
+    "local now, minted = nil, {}\n" MINT_FROM_LUA(BATCH_CLOCK_LUA)
     "local function try(KEYS, ARGV)\n" TRY_LUA "end\n"
     "local function release(KEYS, ARGV)\n" RELEASE_LUA "end\n"
     BATCH_LUA("t = try, r = release");

@@ -34,10 +34,11 @@
 #define MINT_LUA                                                               \
     MINT_FROM_LUA("  local t = redis.call('time')\n"                           \
                   "  local f = tonumber(t[1]) * 1000000 + tonumber(t[2])\n")
-/* The same with the clock read by the Lua statements now (setting f): a
- * batch's (BATCH_LUA) reads it once for all its ops.  A script runs
- * atomically, so the clock it read first is still no later than the
- * server's; the counter alone orders what one call mints. */
+/* The same with the Lua statements now at the top of mint(), which set f,
+ * the clock (or return a fence of their own): a batch's (BATCH_LUA) reads
+ * the clock once for all its ops.  A script runs atomically, so the clock
+ * it read first is still no later than the server's; the counter alone
+ * orders what one call mints. */
 #define MINT_FROM_LUA(now)                                                     \
     "local function mint(k, n)\n" now                                          \
     "  local add = (n or 1) - 1\n"                                             \
