@@ -286,6 +286,43 @@ static void waiter_start(void)
     atexit(waiter_kill);
 }
 
+/* Wait until the waiter is queued in Redis for "bh:0", then stop it
+ * (SIGSTOP), so that what a release does stays to be seen: a hand-off
+ * sets the key to the waiter's token, a wake-up would leave the key gone
+ * for the waiter (stopped) to take.  Its token, from its queue entry
+ * ("token|lease ms"), in token.  A stopped waiter no longer refreshes its
+ * entry's keys (a second or so): they are made to last, and if one ran
+ * out first (a stall between two lines here) the waiter goes on and is
+ * stopped again once queued anew. */
+static void stop_queued_waiter(char *token, size_t size)
+{
+    for (int tries = 0;; tries++) {
+        redisReply *r;
+        const char *bar;
+        int wstatus, kept;
+        CHECK(tries < 20);
+        for (int i = 0; i < 3000 && rh_cmd_int(&srv, "ZCARD {lock:bh:0}:q") < 1;
+             i++)
+            sleep_ms(10);
+        r = rh_cmd(&srv, "ZRANGE {lock:bh:0}:q 0 0");
+        CHECK(r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 1);
+        bar = strchr(r->element[0]->str, '|');
+        CHECK(bar != NULL && (size_t)(bar - r->element[0]->str) < size);
+        memcpy(token, r->element[0]->str, (size_t)(bar - r->element[0]->str));
+        token[bar - r->element[0]->str] = '\0';
+        freeReplyObject(r);
+        CHECK(kill(waiter_pid, SIGSTOP) == 0);
+        CHECK(waitpid(waiter_pid, &wstatus, WUNTRACED) == waiter_pid &&
+              WIFSTOPPED(wstatus));
+        kept = rh_cmd_int(&srv, "PEXPIRE {lock:bh:0}:q 60000") == 1 &&
+               rh_cmd_int(&srv, "PEXPIRE {lock:bh:0}:w:%s 60000", token) == 1;
+        if (kept)
+            return;
+        CHECK(kill(waiter_pid, SIGCONT) == 0);
+        sleep_ms(100);
+    }
+}
+
 static void handed(void)
 {
     struct lw_lease_op batch[N];
@@ -295,7 +332,7 @@ static void handed(void)
         uint64_t fence;
     } got;
     uint64_t given;
-    char token[128], *bar;
+    char token[128];
     redisReply *r;
     int wstatus;
 
@@ -303,25 +340,7 @@ static void handed(void)
     CHECK_RC(ops[0].status, LW_OK);
     given = lw_lease_fence(ops[0].lease);
     CHECK(write(go[1], "g", 1) == 1);
-    /* Queued in Redis: its entry in the key's queue. */
-    for (int i = 0; i < 3000 && rh_cmd_int(&srv, "ZCARD {lock:bh:0}:q") < 1;
-         i++)
-        sleep_ms(10);
-    CHECK_EQ(rh_cmd_int(&srv, "ZCARD {lock:bh:0}:q"), 1);
-    /* Its token, from its queue entry ("token|lease ms"); then stopped,
-     * so that what the release did stays to be seen: a hand-off sets the
-     * key to the waiter's token, a wake-up would leave the key gone for
-     * the waiter (stopped) to take. */
-    r = rh_cmd(&srv, "ZRANGE {lock:bh:0}:q 0 0");
-    CHECK(r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 1);
-    bar = strchr(r->element[0]->str, '|');
-    CHECK(bar != NULL && (size_t)(bar - r->element[0]->str) < sizeof token);
-    memcpy(token, r->element[0]->str, (size_t)(bar - r->element[0]->str));
-    token[bar - r->element[0]->str] = '\0';
-    freeReplyObject(r);
-    CHECK(kill(waiter_pid, SIGSTOP) == 0);
-    CHECK(waitpid(waiter_pid, &wstatus, WUNTRACED) == waiter_pid &&
-          WIFSTOPPED(wstatus));
+    stop_queued_waiter(token, sizeof token);
     /* The release of bh:0, in one batch with takes of bh:1 .. */
     batch[0] = (struct lw_lease_op){.give = 1, .lease = ops[0].lease};
     for (int i = 1; i < N; i++) {
