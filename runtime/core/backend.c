@@ -10,6 +10,7 @@ static const struct lw_backend queue_backend = {.acquire = lw__queue_acquire,
                                                 .renew = lw__queue_renew,
                                                 .fences = lw__queue_fences,
                                                 .check = lw__queue_check,
+                                                .more = lw__queue_more,
                                                 .queues = 1};
 
 static const struct lw_backend redlock_backend = {

@@ -33,6 +33,11 @@ struct lw_backend {
      * (gone, or another owner's), or another code when no usable answer
      * came.  What a section handed on inside the process ends with. */
     int (*check)(struct lw_hold *l);
+    /* check, and while nobody waits for the key in Redis, n more fences as
+     * fences gives them (a run an event loop hands on, loop/turn.c):
+     * LW_OK with *first, LW_R_BUSY (ours, but someone waits), or as check.
+     * NULL: check alone. */
+    int (*more)(struct lw_hold *l, uint32_t n, uint64_t *first);
     /* Callers wait in a queue in Redis, which a release hands the key on
      * from: a caller may ask while a release is on its way.  0 (Redlock):
      * it would only find the key still held there. */

@@ -1,7 +1,9 @@
 /*
  * What the queue backend does in Redis for a lock handed on between threads
- * of one process (cohort.c): mint fences for a run of hand-offs, and tell
- * whether the lock is still ours when a handed section ends.  Both read the
+ * of one process (cohort.c) or requests of one event loop (loop/turn.c):
+ * mint fences for a run of hand-offs, and tell whether the lock is still
+ * ours when a handed section ends (for a loop, with more fences while
+ * nobody else waits).  Both read the
  * key itself, never our clock: a lock removed behind its holder's back (a
  * forced unlock, an eviction) is gone however much lease our clock says is
  * left, and another caller may hold it already.
@@ -22,29 +24,43 @@
  * only while the key holds l's token (kind_mutex.c, handfences_lua): each is
  * above the fence of every holder before, and below the next holder's,
  * whose fence is minted only once the key has left our token.  A replayed
- * script leaves a gap only.
+ * script leaves a gap only.  With more, the script also reads the key's
+ * queue, and mints nothing while someone waits there (handmore_lua).
  */
-int lw__queue_fences_request(struct lw_fences *f, const struct lw_hold *l,
-                             uint32_t n)
+static int fences_request(struct lw_fences *f, const struct lw_hold *l,
+                          uint32_t n, int more)
 {
+    int k = 0;
+
     if (lw__names_init(&f->names, l->key, l->keylen, l->prefix_len,
                        l->cfg->ep.topology == LW_TOPO_CLUSTER) != LW_OK)
         return LW_ENOMEM;
     f->n = n;
-    f->argv[0] = l->key;
-    f->argv[1] = f->names.fence;
-    f->argv[2] = l->token;
-    f->argv[3] = f->num;
-    f->lens[0] = l->keylen;
-    f->lens[1] = f->names.fencelen;
-    f->lens[2] = (size_t)l->toklen;
-    f->lens[3] = lw__fmt_dec(f->num, n);
-    f->q = (struct lw_request){.script = &lw__script_handfences,
-                               .nkeys = 2,
+    f->argv[k] = l->key;
+    f->lens[k++] = l->keylen;
+    if (more) {
+        f->argv[k] = f->names.queue;
+        f->lens[k++] = f->names.queuelen;
+    }
+    f->argv[k] = f->names.fence;
+    f->lens[k++] = f->names.fencelen;
+    f->argv[k] = l->token;
+    f->lens[k++] = (size_t)l->toklen;
+    f->argv[k] = f->num;
+    f->lens[k++] = lw__fmt_dec(f->num, n);
+    f->q = (struct lw_request){.script = more ? &lw__script_handmore
+                                              : &lw__script_handfences,
+                               .nkeys = k - 2,
                                .nargs = 2,
                                .argv = f->argv,
                                .lens = f->lens};
     return LW_OK;
+}
+
+int lw__queue_fences_request(struct lw_fences *f, const struct lw_hold *l,
+                             uint32_t n)
+{
+    return fences_request(f, l, n, 0);
 }
 
 int lw__queue_fences_reply(struct lw_fences *f, int rc, redisReply *r,
@@ -56,6 +72,9 @@ int lw__queue_fences_reply(struct lw_fences *f, int rc, redisReply *r,
     rc = LW_EREDIS;
     if (r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
         rc = LW_ELOST;
+    } else if (r->type == REDIS_REPLY_INTEGER && r->integer == -1 &&
+               f->q.script == &lw__script_handmore) {
+        rc = LW_R_BUSY;
     } else if (r->type == REDIS_REPLY_INTEGER &&
                r->integer >= LW_FENCE_FLOOR + (long long)f->n) {
         *first = (uint64_t)r->integer - f->n + 1;
@@ -65,7 +84,8 @@ int lw__queue_fences_reply(struct lw_fences *f, int rc, redisReply *r,
     return rc;
 }
 
-int lw__queue_fences(struct lw_hold *l, uint32_t n, uint64_t *first)
+/* l's fences (more: unless someone waits), in a round trip of their own. */
+static int send_fences(struct lw_hold *l, uint32_t n, int more, uint64_t *first)
 {
     struct lw_fences f;
     struct lw_target to;
@@ -75,11 +95,21 @@ int lw__queue_fences(struct lw_hold *l, uint32_t n, uint64_t *first)
     rc = lw__target_for(&to, l->cfg, l->key, l->keylen);
     if (rc != LW_OK)
         return rc;
-    rc = lw__queue_fences_request(&f, l, n);
+    rc = fences_request(&f, l, n, more);
     if (rc != LW_OK)
         return rc;
     rc = lw__send(&to, &f.q, 0, &r, &replayed);
     return lw__queue_fences_reply(&f, rc, r, first);
+}
+
+int lw__queue_fences(struct lw_hold *l, uint32_t n, uint64_t *first)
+{
+    return send_fences(l, n, 0, first);
+}
+
+int lw__queue_more(struct lw_hold *l, uint32_t n, uint64_t *first)
+{
+    return send_fences(l, n, 1, first);
 }
 
 /* Does the key still hold l's token?  A plain GET, or in a slot being

@@ -46,6 +46,22 @@ static const char handfences_lua[] =
     MINT_LUA "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end\n"
              "return mint(KEYS[2], tonumber(ARGV[2]))\n";
 
+/*
+ * The check of a run of an event loop's sections handed on in memory
+ * (loop/turn.c), which may let the run go on: whether the key still holds
+ * the run's token, and if so, while nobody waits in its queue, n more
+ * fences.  A waiter of another process is queued before it waits, so a
+ * check that finds the queue empty lets no waiter of it wait longer than
+ * the run's local_handoffs sections from here.  KEYS: lock, queue, fence
+ * counter.  ARGV: token, n.  Returns the last of n fences, -1 when the
+ * lock is ours but someone waits (nothing minted), or 0 when it is not
+ * ours.
+ */
+static const char handmore_lua[] =
+    MINT_LUA "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end\n"
+             "if redis.call('exists', KEYS[2]) == 1 then return -1 end\n"
+             "return mint(KEYS[3], tonumber(ARGV[2]))\n";
+
 /* The first try (acquire.c): the lock taken if free, its fence minted in
  * the same step.  Our own token in the key is this same try run before a
  * lost reply made net/exchange.c send it again: ours, its lease what is
@@ -200,6 +216,7 @@ struct lw_script lw__script_enqueue = LW_SCRIPT_INIT(enqueue_lua);
 struct lw_script lw__script_try = LW_SCRIPT_INIT(try_lua);
 struct lw_script lw__script_onekey = LW_SCRIPT_INIT(onekey_lua);
 struct lw_script lw__script_handfences = LW_SCRIPT_INIT(handfences_lua);
+struct lw_script lw__script_handmore = LW_SCRIPT_INIT(handmore_lua);
 struct lw_script lw__script_owned = LW_SCRIPT_INIT(owned_lua);
 struct lw_script lw__script_batch = LW_SCRIPT_INIT(batch_lua);
 

@@ -464,6 +464,22 @@ int lw__lease_check(lw_lease *from)
     return h->be->check(h); /* in the gate since lw__lease_hand_on() */
 }
 
+int lw__lease_check_more(lw_lease *from, uint64_t *first, uint32_t *n)
+{
+    struct lw_hold *h = &from->k[0].hold;
+    int rc;
+
+    /* In the gate since lw__lease_hand_on(), as lw__lease_check(). */
+    *n = (uint32_t)h->cfg->local_handoffs;
+    rc = h->be->more != NULL && *n > 0 ? h->be->more(h, *n, first) : LW_EREDIS;
+    if (rc == LW_OK || rc == LW_R_BUSY || rc == LW_ELOST)
+        return rc;
+    /* No verdict (also a slot being migrated, which refuses a script whose
+     * keys lie on two nodes): the plain check, which follows ASK. */
+    rc = h->be->check(h);
+    return rc == LW_OK ? LW_R_BUSY : rc;
+}
+
 int lw__lease_handed_back(lw_lease *from, int check)
 {
     struct lw_hold *h = &from->k[0].hold;

@@ -113,6 +113,12 @@ void lw__lease_waited_out(const lw_lock_opts *opts, int64_t asked_us);
  * from the key never comes back to it. */
 int lw__lease_check(lw_lease *from);
 
+/* lw__lease_check(), and while nobody waits for the key in Redis's queue,
+ * fences for local_handoffs more sections of the run (*n, *first the
+ * lowest), minted in the same step: LW_OK with fences, LW_R_BUSY (still
+ * ours, someone waits: none minted), or as lw__lease_check(). */
+int lw__lease_check_more(lw_lease *from, uint64_t *first, uint32_t *n);
+
 /* End from, handed on, with check (what Redis said of its key after its
  * section ended; LW_OK also from a lw__lease_fences() asked after it):
  * from is freed, and LW_OK or LW_ELOST returned, as lw_release() would. */

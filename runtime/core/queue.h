@@ -27,6 +27,7 @@ int lw__queue_release(struct lw_hold *l);
 void lw__queue_renew(struct lw_hold *const *v, int n, int *results);
 int lw__queue_fences(struct lw_hold *l, uint32_t n, uint64_t *first);
 int lw__queue_check(struct lw_hold *l);
+int lw__queue_more(struct lw_hold *l, uint32_t n, uint64_t *first);
 
 /* Give back a lock this attempt may hold without a verdict (the body never
  * ran): the release script for l's token, once, its answer ignored; a
@@ -91,8 +92,8 @@ int lw__queue_try_reply(struct lw_try *t, int rc, redisReply *r,
 struct lw_fences {
     struct lw_names names;
     char num[LW_FMT_U64_MAX];
-    const char *argv[4];
-    size_t lens[4];
+    const char *argv[5];
+    size_t lens[5];
     uint32_t n;
     struct lw_request q; /* what to send */
 };

@@ -12,6 +12,7 @@ extern struct lw_script lw__script_enqueue;    /* take, or queue for, a lock */
 extern struct lw_script lw__script_try;        /* take a free lock */
 extern struct lw_script lw__script_onekey;     /* renew or delete one key */
 extern struct lw_script lw__script_handfences; /* fences for local hand-offs */
+extern struct lw_script lw__script_handmore;   /* check a loop's run, go on */
 extern struct lw_script lw__script_owned;      /* is the lock still ours? */
 extern struct lw_script lw__script_batch;      /* many tries and releases */
 /* The same for a semaphore (permits = N): a sorted set of leased permits. */

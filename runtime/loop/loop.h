@@ -69,9 +69,12 @@ struct turn {
                              is handed it */
     int pending;          /* its releases at the pump (HAND, CHECK) */
     unsigned run;         /* sections the lock's take from Redis has served */
+    unsigned run_base;    /* of them, those before the check that let the
+                             run go on last (turn.c, check_run()) */
     unsigned run_id;      /* one more for every take from Redis */
     int run_lost;         /* a check found the run's token gone from the key */
     uint32_t fences_left; /* minted for the run, not handed out yet */
+    uint32_t refill_at;   /* this many left: the run's checks go at once */
     uint64_t next_fence;  /* the lowest of them */
     lw_lock_opts opts;
     size_t keylen;
@@ -99,7 +102,8 @@ struct pump {
     int others;                   /* how many of them are not CHECKs */
     pthread_cond_t cv;            /* it waits here when idle */
     int flush;                    /* send the CHECKs queued now: a release
-                                     waits for them (lw__turn_settle()) */
+                                     waits for them (lw__turn_settle()), or
+                                     a run for more fences (turn.c) */
     int started;                  /* its thread was started */
     int idle;
 };

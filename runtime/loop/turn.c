@@ -6,15 +6,21 @@
  * from Redis, the others wait here, in memory, and a release hands the
  * lease on to the next without a round trip, as threads of a process hand
  * a lock on (cohort.c), under the same rules: at most local_handoffs times
- * in a row, then through Redis, whose queue serves other processes first;
- * only with three quarters of the lease left; each handed section with a
- * fence of its own, from a batch minted while the key held the run's
- * token (with the take, in its pipeline, when requests already wait; else
- * at the run's first hand-off); and each section's verdict
- * from a check in Redis sent after it ended (the pump's, CHECK: a token
- * gone from the key never comes back, so one that finds it there says the
- * key held it throughout every section that ended before), checks before
- * the run's release through Redis, which goes through the pump too.  The
+ * in a row while another process waits, then through Redis, whose queue
+ * serves other processes first; only with three quarters of the lease
+ * left; each handed section with a fence of its own, from a batch minted
+ * while the key held the run's token (with the take, in its pipeline, when
+ * requests already wait; else at the run's first hand-off); and each
+ * section's verdict from a check in Redis sent after it ended (the pump's,
+ * CHECK: a token gone from the key never comes back, so one that finds it
+ * there says the key held it throughout every section that ended before),
+ * checks before the run's release through Redis, which goes through the
+ * pump too.  A check made while requests wait their turn also reads the
+ * key's queue in Redis: empty, nobody else waits, and the same script
+ * mints fences for local_handoffs more sections counted from the run's
+ * section then, so the run goes on in memory (check_run()).  A waiter of
+ * another process is queued there before it waits, so it still waits at
+ * most local_handoffs + 1 sections of this loop's.  The
  * hand-off itself runs on the loop's thread, in lw_release_async(), when
  * the run has fences left and no renewal of the lease is in flight;
  * otherwise the pump does it (HAND), where a round trip may be waited
@@ -126,6 +132,17 @@ void lw__turn_unlink(struct turn *t, struct request *w)
     w->waiting = 0;
 }
 
+/* n fences for t's run, first the lowest.  Once half of them are handed
+ * out, the run's checks are sent without waiting for company: the check
+ * that lets the run go on (check_run()) is then back before the last is.
+ * Under lw->mu. */
+static void set_fences(struct turn *t, uint64_t first, uint32_t n)
+{
+    t->next_fence = first;
+    t->fences_left = n;
+    t->refill_at = n / 2;
+}
+
 /* Put w back first on t's list (a hand-off to it did not happen). */
 static void turn_push_front(struct turn *t, struct request *w)
 {
@@ -177,9 +194,9 @@ void lw__turn_led(struct lw_loop *lw, struct request *q, uint32_t fences,
     if (q->status == LW_OK && !q->ended) {
         t->run_id++;
         t->run = 1;
+        t->run_base = 0;
         t->run_lost = 0;
-        t->fences_left = fences;
-        t->next_fence = first;
+        set_fences(t, first, fences);
         return;
     }
     q->turn = NULL;
@@ -269,15 +286,14 @@ static void pump_hand(struct lw_loop *lw, struct request *q)
 
     pthread_mutex_lock(&lw->mu);
     if (t->fences_left == 0 && !t->run_lost) {
-        unsigned run = t->run;
+        unsigned run = t->run - t->run_base;
         uint64_t first;
         uint32_t n;
         pthread_mutex_unlock(&lw->mu);
         rc = lw__lease_fences(q->lease, run, &first, &n);
         pthread_mutex_lock(&lw->mu);
         if (rc == LW_OK) {
-            t->next_fence = first;
-            t->fences_left = n;
+            set_fences(t, first, n);
             minted = 1;
         } else if (rc == LW_ELOST) {
             t->run_lost = 1;
@@ -285,7 +301,8 @@ static void pump_hand(struct lw_loop *lw, struct request *q)
     }
     w = first_waiting(lw, t);
     if (rc != LW_OK || w == NULL || t->run_lost || lw->closing ||
-        t->fences_left == 0 || !lw__lease_may_hand(q->lease, t->run)) {
+        t->fences_left == 0 ||
+        !lw__lease_may_hand(q->lease, t->run - t->run_base)) {
         q->op = GIVE;
         pthread_mutex_unlock(&lw->mu);
         return;
@@ -335,6 +352,45 @@ static void pump_hand(struct lw_loop *lw, struct request *q)
 }
 
 /*
+ * q's check, the first of its run in the batch.  While requests of the turn
+ * wait, it is also the run's chance to go on: the script that checks the
+ * key reads its queue too, and if nobody else waits there, mints fences for
+ * local_handoffs more sections, counted from the run's section now (at).
+ * Sections that start after the script ran are then at most local_handoffs,
+ * as those after a take are: a waiter of another process, queued before it
+ * waits, is still served after at most local_handoffs + 1 sections of ours.
+ * The new fences are above every one of the run's so far, so hand-offs go
+ * on from them whatever of the old is left.  Outside lw->mu.
+ */
+static int check_run(struct lw_loop *lw, struct request *q)
+{
+    struct turn *t = q->turn;
+    uint64_t first;
+    uint32_t n;
+    unsigned at;
+    int more, rc;
+
+    pthread_mutex_lock(&lw->mu);
+    more = t->run_id == q->run_id && !t->run_lost && t->head != NULL;
+    at = t->run;
+    pthread_mutex_unlock(&lw->mu);
+    if (!more)
+        return lw__lease_check(q->lease);
+    rc = lw__lease_check_more(q->lease, &first, &n);
+    if (rc == LW_R_BUSY)
+        return LW_OK; /* ours still; someone else waits */
+    if (rc != LW_OK)
+        return rc;
+    pthread_mutex_lock(&lw->mu);
+    if (t->run_id == q->run_id && !t->run_lost && at - 1 > t->run_base) {
+        t->run_base = at - 1;
+        set_fences(t, first, n);
+    }
+    pthread_mutex_unlock(&lw->mu);
+    return LW_OK;
+}
+
+/*
  * The batch's hand-offs (HAND) and checks (CHECK), in its order, before its
  * releases through Redis: a run's checks must read the key as its sections
  * left it, so they go before the run's release (a GIVE, in this batch or a
@@ -355,7 +411,7 @@ void lw__turn_hand_over(struct lw_loop *lw, struct request *batch)
         while (p != q && (p->pool != RELEASE || p->op != CHECK ||
                           p->turn != q->turn || p->run_id != q->run_id))
             p = p->qnext;
-        q->checked = p != q ? p->checked : lw__lease_check(q->lease);
+        q->checked = p != q ? p->checked : check_run(lw, q);
         q->status = lw__lease_handed_back(q->lease, q->checked);
         q->lease = NULL;
         pthread_mutex_lock(&lw->mu);
@@ -430,7 +486,7 @@ int lw__turn_give(struct lw_loop *lw, struct turn *t, struct request *q)
 {
     struct request *w;
     lw_lease *to;
-    int rc = LW_R_BUSY;
+    int rc = LW_R_BUSY, urgent = 0;
 
     pthread_mutex_lock(&lw->mu);
     if (lw->closing) {
@@ -440,7 +496,8 @@ int lw__turn_give(struct lw_loop *lw, struct turn *t, struct request *q)
     }
     q->op = GIVE;
     w = first_waiting(lw, t);
-    if (w != NULL && !t->run_lost && lw__lease_may_hand(q->lease, t->run)) {
+    if (w != NULL && !t->run_lost &&
+        lw__lease_may_hand(q->lease, t->run - t->run_base)) {
         q->op = HAND;
         if (t->fences_left > 0) {
             /* w is off the list: the first pump's clock cannot time it out
@@ -456,6 +513,7 @@ int lw__turn_give(struct lw_loop *lw, struct turn *t, struct request *q)
                 t->next_fence++;
                 t->fences_left--;
                 t->run++;
+                urgent = t->fences_left == t->refill_at && t->head != NULL;
                 w->lease = to;
                 w->status = LW_OK;
                 lw__loop_finish(lw, w);
@@ -474,10 +532,15 @@ int lw__turn_give(struct lw_loop *lw, struct turn *t, struct request *q)
         q->asked_us = lw__now_us(); /* a CHECK waits from now */
         t->pending++;
         rc = lw__pump_submit(lw, q); /* t's leases are the pump's: it runs */
-        if (rc == LW_OK)
+        if (rc == LW_OK) {
             list_add(&lw->pending, q);
-        else
+            if (urgent) {
+                q->pump->flush = 1;
+                pthread_cond_signal(&q->pump->cv);
+            }
+        } else {
             t->pending--;
+        }
     } else {
         rc = lw__loop_start(lw, q, lw__lease_give_batchable(q->lease));
         /* Its try after the release, at the pump.  Also when the release

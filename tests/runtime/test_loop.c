@@ -14,12 +14,18 @@
  *                 number of connections
  *   turns         requests of the loop for one free key: each handed the
  *                 lock by the release before it, in memory (the key keeps
- *                 the run's token), local_handoffs times in a row, then
- *                 taken from Redis again; a fence each, rising, every
- *                 release LW_OK
+ *                 the run's token), local_handoffs times in a row at
+ *                 least, then taken from Redis again; a fence each,
+ *                 rising, every release LW_OK
  *   turns_burst   the same, each section released in the callback that
  *                 began it: a run's last checks go with its release, and
  *                 still every release LW_OK
+ *   turns_on      the same, each section released once the check of the
+ *                 one before is answered, nobody else waiting in Redis:
+ *                 the run goes on past local_handoffs, one take for all
+ *   turns_yield   the same while another process waits for the key in
+ *                 Redis: the run ends within local_handoffs sections of
+ *                 its arrival, and the other process is served next
  *   turns_lost    the key taken over behind a run handed on in memory:
  *                 the section it was taken from and the one handed it after
  *                 release LW_ELOST, never LW_OK; the key is left to its
@@ -565,7 +571,7 @@ static void waits(struct event_base *base, lw_loop *loop)
 
 /* turns, turns_lost, turn_waits ------------------------------------------ */
 
-#define TURN_N 20 /* two runs: LOCKWEAVE_LOCAL_HANDOFFS (15) + 1, then 4 */
+#define TURN_N 20 /* more than a run of LOCKWEAVE_LOCAL_HANDOFFS (15) + 1 */
 
 static void store_status(int status, void *ud)
 {
@@ -598,8 +604,9 @@ static void lock_value(const char *key, char *buf, size_t size)
     freeReplyObject(r);
 }
 
-/* Sections one take from Redis serves in a turn:
- * LOCKWEAVE_LOCAL_HANDOFFS + 1. */
+/* Sections one take from Redis serves in a turn at least, while requests
+ * wait for it: LOCKWEAVE_LOCAL_HANDOFFS + 1 (more when a check finds
+ * nobody else waiting in Redis). */
 static int run_length(void)
 {
     const char *env = getenv("LOCKWEAVE_LOCAL_HANDOFFS");
@@ -608,24 +615,28 @@ static int run_length(void)
 }
 
 /* n sections of one key, served in turn since before: every one but each
- * run's first was handed the lock in memory.  Returns the takes. */
+ * run's first was handed the lock in memory, and each run but the last
+ * served run_length() at least.  Returns the takes. */
 static int check_runs(const lw_stats *before, int n)
 {
-    int takes = (n + run_length() - 1) / run_length();
     lw_stats after;
+    int takes;
 
     lw_stats_get(&after);
-    CHECK_EQ(after.handed_locally - before->handed_locally, n - takes);
+    takes = n - (int)(after.handed_locally - before->handed_locally);
+    CHECK_MSG(takes >= 1 && takes <= (n + run_length() - 1) / run_length(),
+              "%d sections from %d takes (runs of %d at least)", n, takes,
+              run_length());
     return takes;
 }
 
 static void turns(struct event_base *base, lw_loop *loop)
 {
-    int run = run_length();
+    int run = run_length(), len = 0, runs = 0;
     lw_lock_opts o = lock_opts(10000, 30000, -1);
     struct req r[TURN_N] = {{0}};
     int st[TURN_N];
-    char first[128], now[128];
+    char last[128] = "", now[128];
     lw_stats before;
     int takes;
 
@@ -642,18 +653,21 @@ static void turns(struct event_base *base, lw_loop *loop)
         CHECK_EQ(r[i].order, i + 1);
         /* A run's sections share its take's token; the next run, taken
          * from Redis again by the request waiting first (its take minting
-         * the run's fences with it), has another. */
-        lock_value("turn", i % run == 0 ? first : now, sizeof first);
+         * the run's fences with it), has another, and comes only after
+         * run sections. */
+        lock_value("turn", now, sizeof now);
         if (i > 0)
             CHECK_MSG(r[i].fence > r[i - 1].fence, "fence %llu after %llu",
                       (unsigned long long)r[i].fence,
                       (unsigned long long)r[i - 1].fence);
-        if (i == run) /* first holds the first run's token still */
-            CHECK_MSG(strcmp(now, first) != 0,
-                      "section %d: the key holds the first run's token", i);
-        if (i % run != 0)
-            CHECK_MSG(strcmp(now, first) == 0,
-                      "section %d: the key holds another token", i);
+        if (strcmp(now, last) != 0) {
+            CHECK_MSG(i == 0 || len >= run,
+                      "section %d: a new run after %d sections", i, len);
+            strcpy(last, now);
+            runs++;
+            len = 0;
+        }
+        len++;
         CHECK_RC(lw_release_async(r[i].lease, store_status, &st[i]), LW_OK);
     }
     CHECK_EQ(run_until(base, statuses_in, st, 30000), 0);
@@ -661,12 +675,13 @@ static void turns(struct event_base *base, lw_loop *loop)
         CHECK_RC(st[i], LW_OK);
     CHECK_EQ(lock_exists(&srv, "turn"), 0);
     takes = check_runs(&before, TURN_N);
+    CHECK_EQ(takes, runs);
     printf("turns: %d requests for one key served from %d takes, handed on "
            "in memory\n",
            TURN_N, takes);
 }
 
-#define BURST_N 160 /* ten runs of LOCKWEAVE_LOCAL_HANDOFFS (15) + 1 */
+#define BURST_N 160 /* at most ten runs of LOCKWEAVE_LOCAL_HANDOFFS + 1 */
 
 struct burst {
     struct req r;
@@ -732,6 +747,122 @@ static void turns_burst(struct event_base *base, lw_loop *loop)
     printf("turns_burst: %d sections back to back, from %d takes: every one "
            "confirmed held to its end\n",
            BURST_N, takes);
+}
+
+#define PACED_N 50 /* over three runs of LOCKWEAVE_LOCAL_HANDOFFS (15) + 1 */
+
+static int pace_released(void *arg)
+{
+    return *(int *)arg != 1;
+}
+
+static int queue_exists(void *arg)
+{
+    redisReply *r = rh_cmd(&srv, "EXISTS {lock:%s}:q", (const char *)arg);
+    int yes;
+
+    CHECK(r != NULL && r->type == REDIS_REPLY_INTEGER);
+    yes = r->integer == 1;
+    freeReplyObject(r);
+    return yes;
+}
+
+/* PACED_N requests of one key in turn, each section released only once
+ * the check of the section before is answered (its release's callback),
+ * so that each hand-off finds the checks of the run done.  With yield_at
+ * >= 0, the holder process asks for the key while section yield_at holds
+ * it (the section waits until the holder is queued in Redis).  Returns
+ * the section that started the second run (PACED_N: none). */
+static int paced(struct event_base *base, lw_loop *loop, const char *key,
+                 int yield_at, uint64_t *fences)
+{
+    lw_lock_opts o = lock_opts(10000, 30000, -1);
+    static struct req r[PACED_N];
+    int st[PACED_N], second = PACED_N;
+    char first[128], now[128];
+
+    memset(r, 0, sizeof r);
+    for (int i = 0; i < PACED_N; i++) {
+        st[i] = 1;
+        CHECK_RC(
+            lw_acquire_async(loop, key, strlen(key), &o, on_acquired, &r[i]),
+            LW_OK);
+    }
+    for (int i = 0; i < PACED_N; i++) {
+        CHECK_EQ(run_until(base, req_done, &r[i], 30000), 0);
+        CHECK_RC(r[i].status, LW_OK);
+        CHECK_EQ(r[i].order, i + 1);
+        fences[i] = r[i].fence;
+        if (i > 0) {
+            CHECK_MSG(r[i].fence > r[i - 1].fence, "fence %llu after %llu",
+                      (unsigned long long)r[i].fence,
+                      (unsigned long long)r[i - 1].fence);
+            CHECK_EQ(run_until(base, pace_released, &st[i - 1], 30000), 0);
+            CHECK_MSG(st[i - 1] == LW_OK, "section %d released %s", i - 1,
+                      lw_strerror(st[i - 1]));
+        }
+        lock_value(key, i == 0 ? first : now, sizeof first);
+        if (i > 0 && second == PACED_N && strcmp(now, first) != 0)
+            second = i;
+        if (i == yield_at) {
+            struct order w = {.keys = 1, .hold_ms = 50};
+            snprintf(w.key, sizeof w.key, "%s", key);
+            CHECK_EQ(write(to_holder[1], &w, sizeof w), (ssize_t)sizeof w);
+            CHECK_EQ(run_until(base, queue_exists, (void *)key, 30000), 0);
+        }
+        CHECK_RC(lw_release_async(r[i].lease, store_status, &st[i]), LW_OK);
+    }
+    CHECK_EQ(run_until(base, pace_released, &st[PACED_N - 1], 30000), 0);
+    CHECK_RC(st[PACED_N - 1], LW_OK);
+    return second;
+}
+
+/* Requests of the loop for one key, and nobody else waiting for it in
+ * Redis: the run goes on in memory past local_handoffs, each check that
+ * finds the key's queue empty minting its next fences.  One take serves
+ * every section. */
+static void turns_on(struct event_base *base, lw_loop *loop)
+{
+    uint64_t fences[PACED_N];
+    lw_stats before, after;
+    int second;
+
+    lw_stats_get(&before);
+    served = 0;
+    second = paced(base, loop, "ton", -1, fences);
+    lw_stats_get(&after);
+    CHECK_MSG(second == PACED_N,
+              "section %d: the key holds another token (a new take)", second);
+    CHECK_EQ(after.handed_locally - before.handed_locally, PACED_N - 1);
+    CHECK_EQ(lock_exists(&srv, "ton"), 0);
+    printf("turns_on: %d sections handed on in memory from one take, nobody "
+           "else waiting (runs of %d otherwise)\n",
+           PACED_N, run_length());
+}
+
+/* The same while the holder process waits for the key in Redis, queued
+ * while section 3 holds it: the run ends within local_handoffs sections
+ * after that one, the holder is handed the lock, and the loop's next run
+ * comes after it. */
+static void turns_yield(struct event_base *base, lw_loop *loop)
+{
+    enum { AT = 3 };
+    uint64_t fences[PACED_N];
+    int second;
+    char b;
+
+    served = 0;
+    second = paced(base, loop, "tyield", AT, fences);
+    CHECK_MSG(second <= AT + run_length(),
+              "the holder queued at section %d; the run went on to %d", AT,
+              second);
+    CHECK_EQ(read(from_holder[0], &b, 1), 1);
+    CHECK_EQ(b, 'x'); /* it held the lock */
+    holder_done();
+    CHECK_EQ(lock_exists(&srv, "tyield"), 0);
+    printf("turns_yield: a process queued at section %d; the loop's next run "
+           "began at section %d\n",
+           AT, second);
 }
 
 static atomic_int turn_lost_calls;
@@ -1942,6 +2073,8 @@ int main(void)
     waits(base, loop);
     turns(base, loop);
     turns_burst(base, loop);
+    turns_on(base, loop);
+    turns_yield(base, loop);
     turns_lost(base, loop);
     turn_waits(base, loop);
     turn_late(base, loop);
