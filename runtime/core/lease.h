@@ -82,11 +82,12 @@ int lw__lease_handable(const lw_lock_opts *opts);
  * run + 1 of its run (lw__hold_may_hand())?  1 or 0. */
 int lw__lease_may_hand(const lw_lease *from, unsigned run);
 
-/* Fences for the rest of from's run (run sections served so far: as many
- * as it may still hand on, *n), all above from's and below the next
- * holder's, minted only while the key holds from's token (a round trip):
- * LW_OK with *first the lowest, LW_ELOST, or another code when no answer
- * came.  Fences a run does not use are a gap, as a thread cohort's. */
+/* Fences for the rest of from's run (run sections served so far, since
+ * the check that let it go on if one did: as many as it may still hand
+ * on, *n), all above from's and below the next holder's, minted only
+ * while the key holds from's token (a round trip): LW_OK with *first the
+ * lowest, LW_ELOST, or another code when no answer came.  Fences a run
+ * does not use are a gap, as a thread cohort's. */
 int lw__lease_fences(lw_lease *from, unsigned run, uint64_t *first,
                      uint32_t *n);
 

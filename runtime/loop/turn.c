@@ -133,14 +133,26 @@ void lw__turn_unlink(struct turn *t, struct request *w)
 }
 
 /* n fences for t's run, first the lowest.  Once half of them are handed
- * out, the run's checks are sent without waiting for company: the check
- * that lets the run go on (check_run()) is then back before the last is.
- * Under lw->mu. */
+ * out, the run may go on (check_run()), and its checks are sent without
+ * waiting for company, so that the check that lets it is back before the
+ * last fence is used.  Under lw->mu. */
 static void set_fences(struct turn *t, uint64_t first, uint32_t n)
 {
     t->next_fence = first;
     t->fences_left = n;
     t->refill_at = n / 2;
+}
+
+/* fence, t->next_fence when lw->mu was let go for a hand-off, is handed
+ * out.  A check may have put the run's next fences in meanwhile
+ * (check_run(), on the pump's thread): all above fence, and left whole.
+ * Under lw->mu. */
+static void fence_used(struct turn *t, uint64_t fence)
+{
+    if (t->next_fence == fence) {
+        t->next_fence++;
+        t->fences_left--;
+    }
 }
 
 /* Put w back first on t's list (a hand-off to it did not happen). */
@@ -327,8 +339,7 @@ static void pump_hand(struct lw_loop *lw, struct request *q)
         pthread_mutex_unlock(&lw->mu);
         return;
     }
-    t->next_fence++;
-    t->fences_left--;
+    fence_used(t, fence);
     t->run++;
     q->op = CHECK;
     if (!w->ended) {
@@ -353,14 +364,17 @@ static void pump_hand(struct lw_loop *lw, struct request *q)
 
 /*
  * q's check, the first of its run in the batch.  While requests of the turn
- * wait, it is also the run's chance to go on: the script that checks the
- * key reads its queue too, and if nobody else waits there, mints fences for
- * local_handoffs more sections, counted from the run's section now (at).
- * Sections that start after the script ran are then at most local_handoffs,
- * as those after a take are: a waiter of another process, queued before it
- * waits, is still served after at most local_handoffs + 1 sections of ours.
- * The new fences are above every one of the run's so far, so hand-offs go
- * on from them whatever of the old is left.  Outside lw->mu.
+ * wait and half the run's fences are used, it is also the run's chance to
+ * go on: the script that checks the key reads its queue too, and if nobody
+ * else waits there, mints fences for local_handoffs more sections, counted
+ * from the run's section now (at).  Sections that start after the script
+ * ran are then at most local_handoffs, as those after a take are: a waiter
+ * of another process, queued before it waits, is still served after at
+ * most local_handoffs + 1 sections of ours.  The new fences are above every
+ * one of the run's so far, so hand-offs go on from them whatever of the
+ * old is left.  Minting only once half are used keeps the fence counter
+ * from running ahead of the server's clock (at most two fences a section).
+ * Outside lw->mu.
  */
 static int check_run(struct lw_loop *lw, struct request *q)
 {
@@ -371,8 +385,9 @@ static int check_run(struct lw_loop *lw, struct request *q)
     int more, rc;
 
     pthread_mutex_lock(&lw->mu);
-    more = t->run_id == q->run_id && !t->run_lost && t->head != NULL;
     at = t->run;
+    more = t->run_id == q->run_id && !t->run_lost && t->head != NULL &&
+           t->fences_left <= t->refill_at && at - 1 > t->run_base;
     pthread_mutex_unlock(&lw->mu);
     if (!more)
         return lw__lease_check(q->lease);
@@ -501,8 +516,9 @@ int lw__turn_give(struct lw_loop *lw, struct turn *t, struct request *q)
         q->op = HAND;
         if (t->fences_left > 0) {
             /* w is off the list: the first pump's clock cannot time it out
-             * meanwhile, and nothing else of t changes but its checks'
-             * run_lost (lw_cancel_async() runs on this thread). */
+             * meanwhile, and nothing else of t changes but what its checks
+             * write: run_lost, and the run's next fences (lw_cancel_async()
+             * runs on this thread). */
             uint64_t fence = t->next_fence;
             lw__turn_unlink(t, w);
             pthread_mutex_unlock(&lw->mu);
@@ -510,10 +526,9 @@ int lw__turn_give(struct lw_loop *lw, struct turn *t, struct request *q)
                                    &to);
             pthread_mutex_lock(&lw->mu);
             if (rc == LW_OK) {
-                t->next_fence++;
-                t->fences_left--;
+                fence_used(t, fence);
                 t->run++;
-                urgent = t->fences_left == t->refill_at && t->head != NULL;
+                urgent = t->fences_left <= t->refill_at && t->head != NULL;
                 w->lease = to;
                 w->status = LW_OK;
                 lw__loop_finish(lw, w);
@@ -534,7 +549,7 @@ int lw__turn_give(struct lw_loop *lw, struct turn *t, struct request *q)
         rc = lw__pump_submit(lw, q); /* t's leases are the pump's: it runs */
         if (rc == LW_OK) {
             list_add(&lw->pending, q);
-            if (urgent) {
+            if (urgent && !q->pump->flush) {
                 q->pump->flush = 1;
                 pthread_cond_signal(&q->pump->cv);
             }

@@ -84,6 +84,7 @@
  */
 #include <event2/event.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <lockweave/event.h>
 #include <lockweave/uv.h>
 #include <pthread.h>
@@ -767,16 +768,32 @@ static int queue_exists(void *arg)
     return yes;
 }
 
+/* The holder, asked for a key while this process held it, has held it and
+ * given it back: its 'x' is there at once. */
+static void holder_served(void)
+{
+    struct pollfd p = {.fd = from_holder[0], .events = POLLIN};
+    char b;
+
+    CHECK_MSG(poll(&p, 1, 1000) == 1, "the holder was not served");
+    CHECK_EQ(read(from_holder[0], &b, 1), 1);
+    CHECK_EQ(b, 'x');
+    holder_done();
+}
+
 /* PACED_N requests of one key in turn, each section released only once
  * the check of the section before is answered (its release's callback),
  * so that each hand-off finds the checks of the run done.  With yield_at
  * >= 0, the holder process asks for the key while section yield_at holds
- * it (the section waits until the holder is queued in Redis).  Returns
- * the section that started the second run (PACED_N: none). */
+ * it (the section waits until the holder is queued in Redis), and must
+ * have been served when the loop's second run begins.  Returns the section
+ * that began the second run (PACED_N: none).  The lease is long: a run
+ * hands on only with three quarters of it left, which a slow machine must
+ * not run out of before the last section. */
 static int paced(struct event_base *base, lw_loop *loop, const char *key,
-                 int yield_at, uint64_t *fences)
+                 int yield_at)
 {
-    lw_lock_opts o = lock_opts(10000, 30000, -1);
+    lw_lock_opts o = lock_opts(60000, 30000, -1);
     static struct req r[PACED_N];
     int st[PACED_N], second = PACED_N;
     char first[128], now[128];
@@ -792,7 +809,6 @@ static int paced(struct event_base *base, lw_loop *loop, const char *key,
         CHECK_EQ(run_until(base, req_done, &r[i], 30000), 0);
         CHECK_RC(r[i].status, LW_OK);
         CHECK_EQ(r[i].order, i + 1);
-        fences[i] = r[i].fence;
         if (i > 0) {
             CHECK_MSG(r[i].fence > r[i - 1].fence, "fence %llu after %llu",
                       (unsigned long long)r[i].fence,
@@ -802,8 +818,11 @@ static int paced(struct event_base *base, lw_loop *loop, const char *key,
                       lw_strerror(st[i - 1]));
         }
         lock_value(key, i == 0 ? first : now, sizeof first);
-        if (i > 0 && second == PACED_N && strcmp(now, first) != 0)
+        if (i > 0 && second == PACED_N && strcmp(now, first) != 0) {
             second = i;
+            if (yield_at >= 0)
+                holder_served();
+        }
         if (i == yield_at) {
             struct order w = {.keys = 1, .hold_ms = 50};
             snprintf(w.key, sizeof w.key, "%s", key);
@@ -818,18 +837,17 @@ static int paced(struct event_base *base, lw_loop *loop, const char *key,
 }
 
 /* Requests of the loop for one key, and nobody else waiting for it in
- * Redis: the run goes on in memory past local_handoffs, each check that
- * finds the key's queue empty minting its next fences.  One take serves
- * every section. */
+ * Redis: the run goes on in memory past local_handoffs, a check that finds
+ * the key's queue empty minting its next fences once half are used.  One
+ * take serves every section. */
 static void turns_on(struct event_base *base, lw_loop *loop)
 {
-    uint64_t fences[PACED_N];
     lw_stats before, after;
     int second;
 
     lw_stats_get(&before);
     served = 0;
-    second = paced(base, loop, "ton", -1, fences);
+    second = paced(base, loop, "ton", -1);
     lw_stats_get(&after);
     CHECK_MSG(second == PACED_N,
               "section %d: the key holds another token (a new take)", second);
@@ -841,24 +859,21 @@ static void turns_on(struct event_base *base, lw_loop *loop)
 }
 
 /* The same while the holder process waits for the key in Redis, queued
- * while section 3 holds it: the run ends within local_handoffs sections
+ * while section AT holds it: the run ends within local_handoffs sections
  * after that one, the holder is handed the lock, and the loop's next run
- * comes after it. */
+ * comes after it.  Section AT is the first whose check before it let the
+ * run go on (half of the take's local_handoffs fences used): the last
+ * section the run may serve is then AT + local_handoffs, exactly. */
 static void turns_yield(struct event_base *base, lw_loop *loop)
 {
-    enum { AT = 3 };
-    uint64_t fences[PACED_N];
+    const int AT = run_length() / 2;
     int second;
-    char b;
 
     served = 0;
-    second = paced(base, loop, "tyield", AT, fences);
+    second = paced(base, loop, "tyield", AT);
     CHECK_MSG(second <= AT + run_length(),
               "the holder queued at section %d; the run went on to %d", AT,
               second);
-    CHECK_EQ(read(from_holder[0], &b, 1), 1);
-    CHECK_EQ(b, 'x'); /* it held the lock */
-    holder_done();
     CHECK_EQ(lock_exists(&srv, "tyield"), 0);
     printf("turns_yield: a process queued at section %d; the loop's next run "
            "began at section %d\n",
