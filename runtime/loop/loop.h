@@ -74,7 +74,8 @@ struct turn {
     unsigned run_id;      /* one more for every take from Redis */
     int run_lost;         /* a check found the run's token gone from the key */
     uint32_t fences_left; /* minted for the run, not handed out yet */
-    uint32_t refill_at;   /* this many left: the run's checks go at once */
+    uint32_t refill_at;   /* this many left: a check may let the run go on */
+    uint32_t hurry_at;    /* this many left: the run's checks go at once */
     uint64_t next_fence;  /* the lowest of them */
     lw_lock_opts opts;
     size_t keylen;

@@ -132,15 +132,19 @@ void lw__turn_unlink(struct turn *t, struct request *w)
     w->waiting = 0;
 }
 
-/* n fences for t's run, first the lowest.  Once half of them are handed
- * out, the run may go on (check_run()), and its checks are sent without
- * waiting for company, so that the check that lets it is back before the
- * last fence is used.  Under lw->mu. */
+/* n fences for t's run, first the lowest.  Once a quarter of them are
+ * handed out, a check may let the run go on (check_run()): the checks a
+ * pump sends every millisecond or so then do, as long as the run's
+ * sections take longer than that to use half of its fences.  Once three
+ * quarters are, the run's checks are sent without waiting for company, so
+ * that the check that lets it go on is back before the last fence is
+ * used.  Under lw->mu. */
 static void set_fences(struct turn *t, uint64_t first, uint32_t n)
 {
     t->next_fence = first;
     t->fences_left = n;
-    t->refill_at = n / 2;
+    t->refill_at = n - n / 4;
+    t->hurry_at = n / 4;
 }
 
 /* fence, t->next_fence when lw->mu was let go for a hand-off, is handed
@@ -364,16 +368,17 @@ static void pump_hand(struct lw_loop *lw, struct request *q)
 
 /*
  * q's check, the first of its run in the batch.  While requests of the turn
- * wait and half the run's fences are used, it is also the run's chance to
- * go on: the script that checks the key reads its queue too, and if nobody
- * else waits there, mints fences for local_handoffs more sections, counted
- * from the run's section now (at).  Sections that start after the script
- * ran are then at most local_handoffs, as those after a take are: a waiter
- * of another process, queued before it waits, is still served after at
+ * wait and a quarter of the run's fences are used, it is also the run's
+ * chance to go on: the script that checks the key reads its queue too, and if
+ * nobody else waits there, mints fences for local_handoffs more sections,
+ * counted from the run's section now (at).  Sections that start after the
+ * script ran are then at most local_handoffs, as those after a take are: a
+ * waiter of another process, queued before it waits, is still served after at
  * most local_handoffs + 1 sections of ours.  The new fences are above every
  * one of the run's so far, so hand-offs go on from them whatever of the
- * old is left.  Minting only once half are used keeps the fence counter
- * from running ahead of the server's clock (at most two fences a section).
+ * old is left.  Minting only once a quarter are used, and at most once for
+ * each section the run begins, keeps the fence counter behind the
+ * server's clock (local_handoffs fences a section at the very most).
  * Outside lw->mu.
  */
 static int check_run(struct lw_loop *lw, struct request *q)
@@ -528,7 +533,7 @@ int lw__turn_give(struct lw_loop *lw, struct turn *t, struct request *q)
             if (rc == LW_OK) {
                 fence_used(t, fence);
                 t->run++;
-                urgent = t->fences_left <= t->refill_at && t->head != NULL;
+                urgent = t->fences_left <= t->hurry_at && t->head != NULL;
                 w->lease = to;
                 w->status = LW_OK;
                 lw__loop_finish(lw, w);

@@ -750,7 +750,14 @@ static void turns_burst(struct event_base *base, lw_loop *loop)
            BURST_N, takes);
 }
 
-#define PACED_N 50 /* over three runs of LOCKWEAVE_LOCAL_HANDOFFS (15) + 1 */
+/* Sections of paced(): over three runs of LOCKWEAVE_LOCAL_HANDOFFS + 1
+ * (50 with the default 15, 194 at most). */
+#define PACED_MAX (3 * 64 + 2)
+
+static int paced_n(void)
+{
+    return 3 * run_length() + 2;
+}
 
 static int pace_released(void *arg)
 {
@@ -781,31 +788,31 @@ static void holder_served(void)
     holder_done();
 }
 
-/* PACED_N requests of one key in turn, each section released only once
+/* paced_n() requests of one key in turn, each section released only once
  * the check of the section before is answered (its release's callback),
  * so that each hand-off finds the checks of the run done.  With yield_at
  * >= 0, the holder process asks for the key while section yield_at holds
  * it (the section waits until the holder is queued in Redis), and must
  * have been served when the loop's second run begins.  Returns the section
- * that began the second run (PACED_N: none).  The lease is long: a run
+ * that began the second run (paced_n(): none).  The lease is long: a run
  * hands on only with three quarters of it left, which a slow machine must
  * not run out of before the last section. */
 static int paced(struct event_base *base, lw_loop *loop, const char *key,
                  int yield_at)
 {
     lw_lock_opts o = lock_opts(60000, 30000, -1);
-    static struct req r[PACED_N];
-    int st[PACED_N], second = PACED_N;
+    static struct req r[PACED_MAX];
+    int st[PACED_MAX], n = paced_n(), second = n;
     char first[128], now[128];
 
     memset(r, 0, sizeof r);
-    for (int i = 0; i < PACED_N; i++) {
+    for (int i = 0; i < n; i++) {
         st[i] = 1;
         CHECK_RC(
             lw_acquire_async(loop, key, strlen(key), &o, on_acquired, &r[i]),
             LW_OK);
     }
-    for (int i = 0; i < PACED_N; i++) {
+    for (int i = 0; i < n; i++) {
         CHECK_EQ(run_until(base, req_done, &r[i], 30000), 0);
         CHECK_RC(r[i].status, LW_OK);
         CHECK_EQ(r[i].order, i + 1);
@@ -818,7 +825,7 @@ static int paced(struct event_base *base, lw_loop *loop, const char *key,
                       lw_strerror(st[i - 1]));
         }
         lock_value(key, i == 0 ? first : now, sizeof first);
-        if (i > 0 && second == PACED_N && strcmp(now, first) != 0) {
+        if (i > 0 && second == n && strcmp(now, first) != 0) {
             second = i;
             if (yield_at >= 0)
                 holder_served();
@@ -831,42 +838,50 @@ static int paced(struct event_base *base, lw_loop *loop, const char *key,
         }
         CHECK_RC(lw_release_async(r[i].lease, store_status, &st[i]), LW_OK);
     }
-    CHECK_EQ(run_until(base, pace_released, &st[PACED_N - 1], 30000), 0);
-    CHECK_RC(st[PACED_N - 1], LW_OK);
+    CHECK_EQ(run_until(base, pace_released, &st[n - 1], 30000), 0);
+    CHECK_RC(st[n - 1], LW_OK);
     return second;
 }
 
 /* Requests of the loop for one key, and nobody else waiting for it in
  * Redis: the run goes on in memory past local_handoffs, a check that finds
- * the key's queue empty minting its next fences once half are used.  One
- * take serves every section. */
+ * the key's queue empty minting its next fences once a quarter are used.
+ * One take serves every section.  Not with LOCKWEAVE_LOCAL_HANDOFFS=1: the
+ * first take, made before anyone waited, mints no fences, so the run's
+ * one hand-off is the pump's, whose fences are the handing section's
+ * check, and no check of its own comes before the run's last section. */
 static void turns_on(struct event_base *base, lw_loop *loop)
 {
     lw_stats before, after;
     int second;
 
+    if (run_length() < 3) {
+        printf("turns_on: not with LOCKWEAVE_LOCAL_HANDOFFS=1\n");
+        return;
+    }
     lw_stats_get(&before);
     served = 0;
     second = paced(base, loop, "ton", -1);
     lw_stats_get(&after);
-    CHECK_MSG(second == PACED_N,
+    CHECK_MSG(second == paced_n(),
               "section %d: the key holds another token (a new take)", second);
-    CHECK_EQ(after.handed_locally - before.handed_locally, PACED_N - 1);
+    CHECK_EQ(after.handed_locally - before.handed_locally, paced_n() - 1);
     CHECK_EQ(lock_exists(&srv, "ton"), 0);
     printf("turns_on: %d sections handed on in memory from one take, nobody "
            "else waiting (runs of %d otherwise)\n",
-           PACED_N, run_length());
+           paced_n(), run_length());
 }
 
 /* The same while the holder process waits for the key in Redis, queued
  * while section AT holds it: the run ends within local_handoffs sections
  * after that one, the holder is handed the lock, and the loop's next run
  * comes after it.  Section AT is the first whose check before it let the
- * run go on (half of the take's local_handoffs fences used): the last
- * section the run may serve is then AT + local_handoffs, exactly. */
+ * run go on (a quarter of the take's local_handoffs fences used, one at
+ * least): the last section the run may serve is then AT +
+ * local_handoffs, exactly. */
 static void turns_yield(struct event_base *base, lw_loop *loop)
 {
-    const int AT = run_length() / 2;
+    const int AT = (run_length() - 1) / 4 > 1 ? (run_length() - 1) / 4 : 1;
     int second;
 
     served = 0;
