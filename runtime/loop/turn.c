@@ -15,19 +15,19 @@
  * CHECK: a token gone from the key never comes back, so one that finds it
  * there says the key held it throughout every section that ended before),
  * checks before the run's release through Redis, which goes through the
- * pump too.  A check made while requests wait their turn also reads the
- * key's queue in Redis: empty, nobody else waits, and the same script
- * mints fences for local_handoffs more sections counted from the run's
- * section then, so the run goes on in memory (check_run()).  A waiter of
- * another process is queued there before it waits, so it still waits at
- * most local_handoffs + 1 sections of this loop's.  The
- * hand-off itself runs on the loop's thread, in lw_release_async(), when
- * the run has fences left and no renewal of the lease is in flight;
- * otherwise the pump does it (HAND), where a round trip may be waited
- * for.  The pump here is always the key's (loop.c): every request of a
- * turn goes to it, so its checks, hand-offs and releases reach Redis in
- * the order they were made.  A request waiting its turn times out on the
- * first pump's clock.
+ * pump too.  A check made while requests wait their turn, once a quarter
+ * of the run's fences are used, also reads the key's queue in Redis:
+ * empty, nobody else waits, and the same script mints fences for
+ * local_handoffs more sections counted from the run's section then, so
+ * the run goes on in memory (check_run()).  A waiter of another process
+ * is queued there before it waits, so it still waits at most
+ * local_handoffs + 1 sections of this loop's.  The hand-off itself runs
+ * on the loop's thread, in lw_release_async(), when the run has fences
+ * left and no renewal of the lease is in flight; otherwise the pump does
+ * it (HAND), where a round trip may be waited for.  The pump here is
+ * always the key's (loop.c): every request of a turn goes to it, so its
+ * checks, hand-offs and releases reach Redis in the order they were made.
+ * A request waiting its turn times out on the first pump's clock.
  */
 #include <lockweave.h>
 #include <stdlib.h>
@@ -133,12 +133,14 @@ void lw__turn_unlink(struct turn *t, struct request *w)
 }
 
 /* n fences for t's run, first the lowest.  Once a quarter of them are
- * handed out, a check may let the run go on (check_run()): the checks a
- * pump sends every millisecond or so then do, as long as the run's
- * sections take longer than that to use half of its fences.  Once three
- * quarters are, the run's checks are sent without waiting for company, so
- * that the check that lets it go on is back before the last fence is
- * used.  Under lw->mu. */
+ * handed out (rounded down: with fewer than 4, from the first), a check
+ * may let the run go on (check_run()): the checks a pump sends every
+ * millisecond or so then do, as long as the run's sections take longer
+ * than that to use half of its fences.  Once three quarters are, the
+ * run's checks are sent without waiting for company, so that the check
+ * that lets it go on is back before the last fence is used (with fewer
+ * than 4, only once none is left: maybe too late, and the run ends).
+ * Under lw->mu. */
 static void set_fences(struct turn *t, uint64_t first, uint32_t n)
 {
     t->next_fence = first;
@@ -377,8 +379,8 @@ static void pump_hand(struct lw_loop *lw, struct request *q)
  * most local_handoffs + 1 sections of ours.  The new fences are above every
  * one of the run's so far, so hand-offs go on from them whatever of the
  * old is left.  Minting only once a quarter are used, and at most once for
- * each section the run begins, keeps the fence counter behind the
- * server's clock (local_handoffs fences a section at the very most).
+ * each section the run begins, keeps the counter from minting much faster
+ * than the run's sections: about four fences a section.
  * Outside lw->mu.
  */
 static int check_run(struct lw_loop *lw, struct request *q)

@@ -26,6 +26,8 @@
  *   turns_yield   the same while another process waits for the key in
  *                 Redis: the run ends within local_handoffs sections of
  *                 its arrival, and the other process is served next
+ *   turns_on_lost the key taken over in the section whose check may let
+ *                 the run go on: LW_ELOST for it and the next, no LW_OK
  *   turns_lost    the key taken over behind a run handed on in memory:
  *                 the section it was taken from and the one handed it after
  *                 release LW_ELOST, never LW_OK; the key is left to its
@@ -616,8 +618,8 @@ static int run_length(void)
 }
 
 /* n sections of one key, served in turn since before: every one but each
- * run's first was handed the lock in memory, and each run but the last
- * served run_length() at least.  Returns the takes. */
+ * run's first was handed the lock in memory, in no more runs than runs of
+ * run_length() need.  Returns the takes. */
 static int check_runs(const lw_stats *before, int n)
 {
     lw_stats after;
@@ -759,6 +761,19 @@ static int paced_n(void)
     return 3 * run_length() + 2;
 }
 
+/* The section running when the first check that may let a paced() run go
+ * on is answered: the check of the section before it.  The run's first
+ * fences come with its first hand-off (its take, made before anyone
+ * waited, minted none), that hand-off is the pump's, with no check of its
+ * own, and a check may let the run go on once a quarter of the fences are
+ * used. */
+static int paced_first_more(void)
+{
+    int quarter = (run_length() - 1) / 4;
+
+    return quarter > 2 ? quarter : 2;
+}
+
 static int pace_released(void *arg)
 {
     return *(int *)arg != 1;
@@ -876,14 +891,17 @@ static void turns_on(struct event_base *base, lw_loop *loop)
  * while section AT holds it: the run ends within local_handoffs sections
  * after that one, the holder is handed the lock, and the loop's next run
  * comes after it.  Section AT is the first whose check before it let the
- * run go on (a quarter of the take's local_handoffs fences used, one at
- * least): the last section the run may serve is then AT +
+ * run go on: the last section the run may serve is then AT +
  * local_handoffs, exactly. */
 static void turns_yield(struct event_base *base, lw_loop *loop)
 {
-    const int AT = (run_length() - 1) / 4 > 1 ? (run_length() - 1) / 4 : 1;
+    const int AT = paced_first_more();
     int second;
 
+    if (run_length() < 3) {
+        printf("turns_yield: not with LOCKWEAVE_LOCAL_HANDOFFS=1\n");
+        return;
+    }
     served = 0;
     second = paced(base, loop, "tyield", AT);
     CHECK_MSG(second <= AT + run_length(),
@@ -893,6 +911,61 @@ static void turns_yield(struct event_base *base, lw_loop *loop)
     printf("turns_yield: a process queued at section %d; the loop's next run "
            "began at section %d\n",
            AT, second);
+}
+
+/* A run the checks let go on, its key taken over behind it in section
+ * LOST, whose check is the first that may let the run go on (the script
+ * that also reads the key's queue): that section and the one handed the
+ * lease after it release LW_ELOST, never LW_OK; the run hands on no more,
+ * and the next request takes the key once its new owner is gone. */
+static void turns_on_lost(struct event_base *base, lw_loop *loop)
+{
+    const int LOST = paced_first_more() - 1, n = LOST + 3;
+    lw_lock_opts o = lock_opts(60000, 30000, -1);
+    struct req r[24] = {{0}};
+    int st[24];
+    char v[128];
+
+    if (run_length() < 3) {
+        printf("turns_on_lost: not with LOCKWEAVE_LOCAL_HANDOFFS=1\n");
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        st[i] = 1;
+        CHECK_RC(lw_acquire_async(loop, "tonl", 4, &o, on_acquired, &r[i]),
+                 LW_OK);
+    }
+    for (int i = 0; i <= LOST + 1; i++) {
+        CHECK_EQ(run_until(base, req_done, &r[i], 30000), 0);
+        CHECK_RC(r[i].status, LW_OK);
+        if (i > 0) {
+            CHECK(r[i].fence > r[i - 1].fence);
+            CHECK_EQ(run_until(base, pace_released, &st[i - 1], 30000), 0);
+            CHECK_MSG(st[i - 1] == (i - 1 == LOST ? LW_ELOST : LW_OK),
+                      "section %d released %s", i - 1, lw_strerror(st[i - 1]));
+        }
+        if (i == LOST) /* a forced unlock and a new owner */
+            freeReplyObject(rh_cmd(&srv, "SET lock:tonl intruder"));
+        CHECK_RC(lw_release_async(r[i].lease, store_status, &st[i]), LW_OK);
+    }
+    CHECK_EQ(run_until(base, pace_released, &st[LOST + 1], 30000), 0);
+    CHECK_RC(st[LOST + 1], LW_ELOST);
+    /* Nothing of ours removed the new owner's key; the next waits for it. */
+    sleep_ms(200);
+    lock_value("tonl", v, sizeof v);
+    CHECK_MSG(strcmp(v, "intruder") == 0, "the key holds %s", v);
+    CHECK_EQ(r[LOST + 2].done, 0);
+    CHECK_EQ(rh_cmd_int(&srv, "DEL lock:tonl"), 1);
+    CHECK_EQ(run_until(base, req_done, &r[LOST + 2], 30000), 0);
+    CHECK_RC(r[LOST + 2].status, LW_OK);
+    CHECK(r[LOST + 2].fence > r[LOST + 1].fence);
+    CHECK_RC(lw_release_async(r[LOST + 2].lease, store_status, &st[LOST + 2]),
+             LW_OK);
+    CHECK_EQ(run_until(base, pace_released, &st[LOST + 2], 30000), 0);
+    CHECK_RC(st[LOST + 2], LW_OK);
+    printf("turns_on_lost: the key taken over in section %d, whose check may "
+           "let the run go on: LW_ELOST for it and the next, no LW_OK\n",
+           LOST);
 }
 
 static atomic_int turn_lost_calls;
@@ -2105,6 +2178,7 @@ int main(void)
     turns_burst(base, loop);
     turns_on(base, loop);
     turns_yield(base, loop);
+    turns_on_lost(base, loop);
     turns_lost(base, loop);
     turn_waits(base, loop);
     turn_late(base, loop);
