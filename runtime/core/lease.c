@@ -471,11 +471,14 @@ int lw__lease_check_more(lw_lease *from, uint64_t *first, uint32_t *n)
 
     /* In the gate since lw__lease_hand_on(), as lw__lease_check(). */
     *n = (uint32_t)h->cfg->local_handoffs;
-    rc = h->be->more != NULL && *n > 0 ? h->be->more(h, *n, first) : LW_EREDIS;
-    if (rc == LW_OK || rc == LW_R_BUSY || rc == LW_ELOST)
-        return rc;
-    /* No verdict (also a slot being migrated, which refuses a script whose
-     * keys lie on two nodes): the plain check, which follows ASK. */
+    if (h->be->more != NULL && *n > 0) {
+        rc = h->be->more(h, *n, first);
+        if (rc == LW_OK || rc == LW_R_BUSY || rc == LW_ELOST)
+            return rc;
+    }
+    /* No such script, or no verdict from it (also in a slot being
+     * migrated, which refuses a script whose keys lie on two nodes): the
+     * plain check, which follows ASK. */
     rc = h->be->check(h);
     return rc == LW_OK ? LW_R_BUSY : rc;
 }

@@ -92,6 +92,14 @@ void lw__turn_put(struct lw_loop *lw, struct turn *t)
     free(t);
 }
 
+/* Have p send the CHECKs queued for it now, rather than wait for company
+ * (loop.c, pump()).  Under lw->mu. */
+static void flush_pump(struct pump *p)
+{
+    p->flush = 1;
+    pthread_cond_signal(&p->cv);
+}
+
 /* A check must read the key before the run's release removes it: a lease
  * of t given back other than through its pump (lw_release() from another
  * thread, lw_loop_free()) first waits here until t's checks queued at the
@@ -102,10 +110,8 @@ void lw__turn_settle(struct lw_loop *lw, struct turn *t)
     if (lw->fork_gen != lw__fork_gen)
         return; /* a forked child has no pumps */
     while (t->pending > 0) {
-        for (int p = 0; p < NPUMPS; p++) {
-            lw->pump[p].flush = 1;
-            pthread_cond_signal(&lw->pump[p].cv);
-        }
+        for (int p = 0; p < NPUMPS; p++)
+            flush_pump(&lw->pump[p]);
         pthread_cond_wait(&lw->settled, &lw->mu);
     }
 }
@@ -556,10 +562,8 @@ int lw__turn_give(struct lw_loop *lw, struct turn *t, struct request *q)
         rc = lw__pump_submit(lw, q); /* t's leases are the pump's: it runs */
         if (rc == LW_OK) {
             list_add(&lw->pending, q);
-            if (urgent && !q->pump->flush) {
-                q->pump->flush = 1;
-                pthread_cond_signal(&q->pump->cv);
-            }
+            if (urgent && !q->pump->flush)
+                flush_pump(q->pump);
         } else {
             t->pending--;
         }
